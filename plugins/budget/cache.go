@@ -1,0 +1,330 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// PUBGroupVersion is the API that serves PodUnavailableBudgets.
+const PUBGroupVersion = "policy.kruise.io/v1alpha1"
+
+// Options configure a Cache.
+type Options struct {
+	// Ledger bounds how long reservations hold budgets.
+	Ledger LedgerOptions
+	// Clock is the time source; nil means the real clock.
+	Clock clock.PassiveClock
+	// KruiseInformers, when set, feeds PodUnavailableBudgets. The caller
+	// starts it, as it starts the core factory.
+	KruiseInformers kruiseinformers.SharedInformerFactory
+	// Discovery, when set, is asked whether policy.kruise.io/v1alpha1
+	// podunavailablebudgets is served; when it is not, PUB support turns
+	// off with one log line. Without Discovery, KruiseInformers is trusted.
+	Discovery discovery.DiscoveryInterface
+}
+
+// Cache answers budget decisions from informer state. It is safe for
+// concurrent use.
+type Cache struct {
+	logger klog.Logger
+	clock  clock.PassiveClock
+
+	replicaSets  appslisters.ReplicaSetLister
+	deployments  appslisters.DeploymentLister
+	statefulSets appslisters.StatefulSetLister
+	synced       []toolscache.InformerSynced
+
+	mu             sync.RWMutex
+	pdbs           *selectorIndex[*policyv1.PodDisruptionBudget]
+	pubEnabled     bool
+	pubsBySelector *selectorIndex[*kruisepolicy.PodUnavailableBudget]
+	pubsByTarget   map[targetKey]map[string]*kruisepolicy.PodUnavailableBudget
+	pubsByName     map[podKey]*kruisepolicy.PodUnavailableBudget
+
+	ledger *ledger
+}
+
+// New registers the Cache's informers on factory (and on
+// opts.KruiseInformers) and returns it. The caller starts the factories and
+// waits for WaitForCacheSync before relying on decisions.
+func New(ctx context.Context, factory informers.SharedInformerFactory, opts Options) (*Cache, error) {
+	if factory == nil {
+		return nil, errors.New("budget cache: a shared informer factory is required")
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Cache{
+		logger:         klog.FromContext(ctx).WithName("budget"),
+		clock:          clk,
+		pdbs:           newSelectorIndex[*policyv1.PodDisruptionBudget](),
+		pubsBySelector: newSelectorIndex[*kruisepolicy.PodUnavailableBudget](),
+		pubsByTarget:   map[targetKey]map[string]*kruisepolicy.PodUnavailableBudget{},
+		pubsByName:     map[podKey]*kruisepolicy.PodUnavailableBudget{},
+		ledger:         newLedger(opts.Ledger, clk),
+	}
+
+	pods := factory.Core().V1().Pods().Informer()
+	pdbs := factory.Policy().V1().PodDisruptionBudgets().Informer()
+	rs := factory.Apps().V1().ReplicaSets()
+	deploy := factory.Apps().V1().Deployments()
+	sts := factory.Apps().V1().StatefulSets()
+	c.replicaSets, c.deployments, c.statefulSets = rs.Lister(), deploy.Lister(), sts.Lister()
+
+	handlers := []struct {
+		inf toolscache.SharedIndexInformer
+		h   toolscache.ResourceEventHandler
+	}{
+		{pods, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onPod(obj, false) },
+			UpdateFunc: func(_, obj any) { c.onPod(obj, false) },
+			DeleteFunc: func(obj any) { c.onPod(obj, true) },
+		}},
+		{pdbs, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onPDB(obj, false) },
+			UpdateFunc: func(_, obj any) { c.onPDB(obj, false) },
+			DeleteFunc: func(obj any) { c.onPDB(obj, true) },
+		}},
+	}
+	c.synced = append(c.synced, rs.Informer().HasSynced, deploy.Informer().HasSynced, sts.Informer().HasSynced)
+
+	if opts.KruiseInformers != nil {
+		served, err := pubServed(opts.Discovery)
+		switch {
+		case err != nil:
+			c.logger.Info("PodUnavailableBudget support is off: cannot tell whether the API is served", "groupVersion", PUBGroupVersion, "err", err)
+		case !served:
+			c.logger.Info("PodUnavailableBudget support is off: the API is not served", "groupVersion", PUBGroupVersion)
+		default:
+			c.pubEnabled = true
+			handlers = append(handlers, struct {
+				inf toolscache.SharedIndexInformer
+				h   toolscache.ResourceEventHandler
+			}{opts.KruiseInformers.Policy().V1alpha1().PodUnavailableBudgets().Informer(), toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    func(obj any) { c.onPUB(obj, false) },
+				UpdateFunc: func(_, obj any) { c.onPUB(obj, false) },
+				DeleteFunc: func(obj any) { c.onPUB(obj, true) },
+			}})
+		}
+	} else {
+		c.logger.V(2).Info("PodUnavailableBudget support is off: no Kruise informer factory given")
+	}
+
+	for _, x := range handlers {
+		reg, err := x.inf.AddEventHandler(x.h)
+		if err != nil {
+			return nil, fmt.Errorf("budget cache: adding event handler: %w", err)
+		}
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return c, nil
+}
+
+func pubServed(d discovery.DiscoveryInterface) (bool, error) {
+	if d == nil {
+		return true, nil
+	}
+	list, err := d.ServerResourcesForGroupVersion(PUBGroupVersion)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "podunavailablebudgets" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// HasSynced reports whether every informer the Cache uses has synced and
+// delivered its initial events to the Cache.
+func (c *Cache) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForCacheSync blocks until HasSynced or ctx ends.
+func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
+	return toolscache.WaitForCacheSync(ctx.Done(), c.HasSynced)
+}
+
+// PUBEnabled reports whether PodUnavailableBudgets are taken into account.
+func (c *Cache) PUBEnabled() bool { return c.pubEnabled }
+
+// Run sweeps expired reservations every interval until ctx ends. Decisions
+// ignore expired reservations without it; Run only bounds memory.
+func (c *Cache) Run(ctx context.Context, interval time.Duration) {
+	wait.UntilWithContext(ctx, func(context.Context) { c.ledger.sweepAll() }, interval)
+}
+
+// InFlight is the number of reservations held (for metrics and tests).
+func (c *Cache) InFlight() int { return c.ledger.size() }
+
+// Budgets returns how many budgets of each kind are indexed.
+func (c *Cache) Budgets() map[BudgetKind]int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	pubs := len(c.pubsByName)
+	return map[BudgetKind]int{KindPDB: c.pdbs.len(), KindPUB: pubs}
+}
+
+func tombstone[T any](obj any) (T, bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	t, ok := obj.(T)
+	return t, ok
+}
+
+func (c *Cache) onPod(obj any, deleted bool) {
+	pod, ok := tombstone[*v1.Pod](obj)
+	if !ok {
+		return
+	}
+	c.ledger.podGone(podKey{pod.Namespace, pod.Name}, pod.UID, deleted || pod.DeletionTimestamp != nil)
+}
+
+func (c *Cache) onPDB(obj any, deleted bool) {
+	pdb, ok := tombstone[*policyv1.PodDisruptionBudget](obj)
+	if !ok {
+		return
+	}
+	k := budgetKey{KindPDB, pdb.Namespace, pdb.Name}
+	if deleted {
+		c.mu.Lock()
+		c.pdbs.remove(pdb.Namespace, pdb.Name)
+		c.mu.Unlock()
+		c.ledger.budgetDeleted(k)
+		return
+	}
+	sel, err := pdbSelector(pdb)
+	if err != nil {
+		// The Eviction API treats an invalid selector as matching nothing;
+		// so do we, loudly.
+		c.logger.Info("Warning: PodDisruptionBudget has an invalid selector; it covers no pod, as in the Eviction API",
+			"podDisruptionBudget", klog.KObj(pdb), "err", err)
+	}
+	c.mu.Lock()
+	if sel == nil {
+		c.pdbs.remove(pdb.Namespace, pdb.Name)
+	} else {
+		c.pdbs.set(pdb.Namespace, pdb.Name, sel, pdb)
+	}
+	c.mu.Unlock()
+	c.ledger.budgetStatusChanged(k, pdb.Status.DisruptedPods)
+}
+
+// pdbSelector converts a PDB's selector; nil (and an error) when it matches
+// nothing: a nil selector or an invalid one.
+func pdbSelector(pdb *policyv1.PodDisruptionBudget) (labels.Selector, error) {
+	if pdb.Spec.Selector == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
+	}
+	return sel, nil
+}
+
+func (c *Cache) onPUB(obj any, deleted bool) {
+	pub, ok := tombstone[*kruisepolicy.PodUnavailableBudget](obj)
+	if !ok {
+		return
+	}
+	k := budgetKey{KindPUB, pub.Namespace, pub.Name}
+	c.mu.Lock()
+	c.removePUBLocked(pub.Namespace, pub.Name)
+	if !deleted {
+		c.addPUBLocked(pub)
+	}
+	c.mu.Unlock()
+	if deleted {
+		c.ledger.budgetDeleted(k)
+		return
+	}
+	c.ledger.budgetStatusChanged(k, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
+}
+
+func (c *Cache) addPUBLocked(pub *kruisepolicy.PodUnavailableBudget) {
+	c.pubsByName[podKey{pub.Namespace, pub.Name}] = pub
+	if pub.Spec.TargetReference != nil {
+		// Kruise: targetRef takes priority over selector.
+		t, err := targetOf(pub)
+		if err != nil {
+			c.logger.Info("Warning: PodUnavailableBudget has an invalid targetRef; it covers only pods annotated "+AnnotationRelatedPUB,
+				"podUnavailableBudget", klog.KObj(pub), "err", err)
+			return
+		}
+		m := c.pubsByTarget[t]
+		if m == nil {
+			m = map[string]*kruisepolicy.PodUnavailableBudget{}
+			c.pubsByTarget[t] = m
+		}
+		m[pub.Name] = pub
+		return
+	}
+	if pub.Spec.Selector == nil {
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pub.Spec.Selector)
+	if err != nil {
+		c.logger.Info("Warning: PodUnavailableBudget has an invalid selector; it covers only pods annotated "+AnnotationRelatedPUB,
+			"podUnavailableBudget", klog.KObj(pub), "err", err)
+		return
+	}
+	c.pubsBySelector.set(pub.Namespace, pub.Name, sel, pub)
+}
+
+func (c *Cache) removePUBLocked(namespace, name string) {
+	old := c.pubsByName[podKey{namespace, name}]
+	if old == nil {
+		return
+	}
+	delete(c.pubsByName, podKey{namespace, name})
+	c.pubsBySelector.remove(namespace, name)
+	if old.Spec.TargetReference != nil {
+		if t, err := targetOf(old); err == nil {
+			delete(c.pubsByTarget[t], name)
+			if len(c.pubsByTarget[t]) == 0 {
+				delete(c.pubsByTarget, t)
+			}
+		}
+	}
+}
+
+// covering collects the budgets that cover pod. Budget objects come from
+// informers and are never modified.
+func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruisepolicy.PodUnavailableBudget) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	pdbs := c.pdbs.matching(pod.Namespace, pod.Labels, nil)
+	pubs := c.pubsForLocked(pod, nil)
+	return pdbs, pubs
+}

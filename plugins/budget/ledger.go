@@ -1,0 +1,301 @@
+package budget
+
+import (
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Ledger defaults. See LedgerOptions.
+const (
+	DefaultReservationTTL = 5 * time.Second
+	DefaultSettleDelay    = 2 * time.Second
+	DefaultMaxHold        = 2 * time.Minute
+)
+
+// LedgerOptions bound how long a reservation may hold a budget.
+type LedgerOptions struct {
+	// ReservationTTL ends a reservation whose pod is still there and not
+	// terminating this long after it was made: the disruption never
+	// happened (the eviction failed, or the caller changed its mind).
+	ReservationTTL time.Duration
+	// SettleDelay is how long after a pod was seen terminating or gone a
+	// status update of the budget must arrive (or have arrived) before the
+	// status is trusted to count the disruption. It must exceed the budget
+	// controller's usual lag, so that a status computed just before the pod
+	// went, but delivered just after, is not taken for the recomputed one.
+	SettleDelay time.Duration
+	// MaxHold ends any reservation this long after it was made, whatever
+	// else happened. It matches the API server's DisruptedPods timeout.
+	MaxHold time.Duration
+}
+
+func (o LedgerOptions) withDefaults() LedgerOptions {
+	if o.ReservationTTL <= 0 {
+		o.ReservationTTL = DefaultReservationTTL
+	}
+	if o.SettleDelay <= 0 {
+		o.SettleDelay = DefaultSettleDelay
+	}
+	if o.MaxHold <= 0 {
+		o.MaxHold = DefaultMaxHold
+	}
+	return o
+}
+
+type budgetKey struct {
+	kind      BudgetKind
+	namespace string
+	name      string
+}
+
+func keyOf(ref BudgetRef) budgetKey { return budgetKey{ref.Kind, ref.Namespace, ref.Name} }
+
+type podKey struct{ namespace, name string }
+
+// entry is one disruption budgetguard decided on that a budget's status does
+// not show yet.
+type entry struct {
+	budget  budgetKey
+	pod     podKey
+	podUID  types.UID
+	created time.Time
+	// gone is when the pod was first seen terminating or deleted.
+	gone time.Time
+	// mark is the pod's DisruptedPods timestamp in the budget's status when
+	// the reservation was made (hasMark false when absent). A different
+	// timestamp later means the API server recorded this disruption.
+	mark    metav1.Time
+	hasMark bool
+}
+
+// budgetState is the ledger's view of one budget.
+type budgetState struct {
+	entries map[*entry]struct{}
+	// statusAt is when the latest status update of the budget was received.
+	statusAt time.Time
+}
+
+// ledger records in-flight disruptions. It is safe for concurrent use.
+type ledger struct {
+	mu      sync.RWMutex
+	opts    LedgerOptions
+	clock   clock.PassiveClock
+	budgets map[budgetKey]*budgetState
+	pods    map[podKey][]*entry
+}
+
+func newLedger(opts LedgerOptions, clk clock.PassiveClock) *ledger {
+	return &ledger{
+		opts:    opts.withDefaults(),
+		clock:   clk,
+		budgets: map[budgetKey]*budgetState{},
+		pods:    map[podKey][]*entry{},
+	}
+}
+
+// live reports whether e still holds its budget at now. Caller holds mu.
+func (l *ledger) live(e *entry, bs *budgetState, now time.Time) bool {
+	age := now.Sub(e.created)
+	if age >= l.opts.MaxHold {
+		return false
+	}
+	if e.gone.IsZero() {
+		return age < l.opts.ReservationTTL
+	}
+	recomputed := bs.statusAt.After(e.gone) && now.Sub(e.gone) >= l.opts.SettleDelay
+	return !recomputed
+}
+
+// inflight counts the live entries against k. Caller holds mu (read is enough).
+func (l *ledger) inflight(k budgetKey, now time.Time) int32 {
+	bs := l.budgets[k]
+	if bs == nil {
+		return 0
+	}
+	var n int32
+	for e := range bs.entries {
+		if l.live(e, bs, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// holds reports whether pod already has a live entry against k: its
+// disruption is counted and deciding about it again spends nothing new.
+// Caller holds mu.
+func (l *ledger) holds(k budgetKey, pod podKey, uid types.UID, now time.Time) bool {
+	for _, e := range l.pods[pod] {
+		if e.budget == k && e.podUID == uid && l.live(e, l.budgets[k], now) {
+			return true
+		}
+	}
+	return false
+}
+
+// add records a new entry. Caller holds mu for writing.
+func (l *ledger) add(e *entry) {
+	bs := l.budgets[e.budget]
+	if bs == nil {
+		bs = &budgetState{entries: map[*entry]struct{}{}}
+		l.budgets[e.budget] = bs
+	}
+	bs.entries[e] = struct{}{}
+	l.pods[e.pod] = append(l.pods[e.pod], e)
+}
+
+// drop removes an entry. Caller holds mu for writing.
+func (l *ledger) drop(e *entry) {
+	if bs := l.budgets[e.budget]; bs != nil {
+		delete(bs.entries, e)
+		if len(bs.entries) == 0 {
+			// statusAt only matters against entries' gone times.
+			delete(l.budgets, e.budget)
+		}
+	}
+	list := l.pods[e.pod]
+	for i, x := range list {
+		if x == e {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(l.pods, e.pod)
+	} else {
+		l.pods[e.pod] = list
+	}
+}
+
+// sweep drops the entries of k that no longer hold. Caller holds mu for writing.
+func (l *ledger) sweep(k budgetKey, now time.Time) {
+	bs := l.budgets[k]
+	if bs == nil {
+		return
+	}
+	for e := range bs.entries {
+		if !l.live(e, bs, now) {
+			l.drop(e)
+		}
+	}
+}
+
+// sweepAll drops every entry that no longer holds.
+func (l *ledger) sweepAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	for k := range l.budgets {
+		l.sweep(k, now)
+	}
+}
+
+// size is the number of entries, live or not yet swept.
+func (l *ledger) size() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	n := 0
+	for _, list := range l.pods {
+		n += len(list)
+	}
+	return n
+}
+
+// budgetStatusChanged is called for every update of a budget, with the
+// DisruptedPods (and, for PUBs, UnavailablePods) of its new status.
+// Entries whose pod the status now records as disrupted end: the status
+// counts them.
+func (l *ledger) budgetStatusChanged(k budgetKey, recorded ...map[string]metav1.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	bs := l.budgets[k]
+	if bs == nil {
+		return
+	}
+	bs.statusAt = now
+	for e := range bs.entries {
+		for _, m := range recorded {
+			if t, ok := m[e.pod.name]; ok && (!e.hasMark || !t.Equal(&e.mark)) {
+				l.drop(e)
+				break
+			}
+		}
+	}
+	l.sweep(k, now)
+}
+
+// budgetDeleted forgets a budget and its entries.
+func (l *ledger) budgetDeleted(k budgetKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if bs := l.budgets[k]; bs != nil {
+		for e := range bs.entries {
+			l.drop(e)
+		}
+	}
+	delete(l.budgets, k)
+}
+
+// podGone marks the entries of a pod that is terminating or deleted. A pod
+// recreated under the same name (another UID) also ends the old pod's entries'
+// wait for deletion.
+func (l *ledger) podGone(pod podKey, uid types.UID, terminatingOrDeleted bool) {
+	l.mu.RLock()
+	list := l.pods[pod]
+	l.mu.RUnlock()
+	if len(list) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	for _, e := range l.pods[pod] {
+		if e.gone.IsZero() && (terminatingOrDeleted || e.podUID != uid) {
+			e.gone = now
+		}
+	}
+}
+
+// Reservation is the set of ledger entries one decision made. Cancel it
+// when the disruption did not happen, so the budget is free again at once.
+type Reservation struct {
+	l       *ledger
+	entries []*entry
+}
+
+// Cancel ends every entry of the reservation that is still held.
+func (r *Reservation) Cancel() {
+	if r == nil || r.l == nil {
+		return
+	}
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	for _, e := range r.entries {
+		r.l.drop(e)
+	}
+	r.entries = nil
+}
+
+// CancelPod ends the entries of one pod of the reservation, for example a
+// victim whose eviction the API server refused.
+func (r *Reservation) CancelPod(namespace, name string) {
+	if r == nil || r.l == nil {
+		return
+	}
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	kept := r.entries[:0]
+	for _, e := range r.entries {
+		if e.pod == (podKey{namespace, name}) {
+			r.l.drop(e)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	r.entries = kept
+}

@@ -1,0 +1,126 @@
+package budget
+
+import (
+	"fmt"
+
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// targetKey identifies a workload a PUB's targetRef names. Like Kruise, it
+// compares API group, kind and name, not the version.
+type targetKey struct {
+	namespace, group, kind, name string
+}
+
+func targetOf(pub *kruisepolicy.PodUnavailableBudget) (targetKey, error) {
+	ref := pub.Spec.TargetReference
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return targetKey{}, fmt.Errorf("spec.targetRef.apiVersion %q: %w", ref.APIVersion, err)
+	}
+	if ref.Kind == "" || ref.Name == "" {
+		return targetKey{}, fmt.Errorf("spec.targetRef needs kind and name, got kind %q name %q", ref.Kind, ref.Name)
+	}
+	return targetKey{namespace: pub.Namespace, group: gv.Group, kind: ref.Kind, name: ref.Name}, nil
+}
+
+func ownerTarget(namespace string, ref *metav1.OwnerReference) (targetKey, bool) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return targetKey{}, false
+	}
+	return targetKey{namespace: namespace, group: gv.Group, kind: ref.Kind, name: ref.Name}, true
+}
+
+// pubsForLocked returns the PUBs that cover pod: by the kruise.io/related-pub
+// annotation, by selector (PUBs without a targetRef) and by targetRef, which
+// names the pod's controller or, for a ReplicaSet, the ReplicaSet's
+// controller (a Deployment). Caller holds c.mu for reading.
+func (c *Cache) pubsForLocked(pod *v1.Pod, out []*kruisepolicy.PodUnavailableBudget) []*kruisepolicy.PodUnavailableBudget {
+	if !c.pubEnabled {
+		return out
+	}
+	start := len(out)
+	add := func(p *kruisepolicy.PodUnavailableBudget) {
+		for _, q := range out[start:] {
+			if q == p {
+				return
+			}
+		}
+		out = append(out, p)
+	}
+	if name := pod.Annotations[AnnotationRelatedPUB]; name != "" {
+		if p := c.pubsByName[podKey{pod.Namespace, name}]; p != nil {
+			add(p)
+		}
+	}
+	for _, p := range c.pubsBySelector.matching(pod.Namespace, pod.Labels, nil) {
+		add(p)
+	}
+	if len(c.pubsByTarget) == 0 {
+		return out
+	}
+	owner := metav1.GetControllerOf(pod)
+	for depth := 0; owner != nil && depth < 2; depth++ {
+		t, ok := ownerTarget(pod.Namespace, owner)
+		if !ok {
+			break
+		}
+		for _, p := range c.pubsByTarget[t] {
+			if c.workloadIs(t, owner.UID) {
+				add(p)
+			}
+		}
+		owner = c.parentOf(t, owner.UID)
+	}
+	return out
+}
+
+// workloadIs reports whether the workload t named in the informers is the
+// one with uid, so a PUB does not follow a deleted workload's orphans into a
+// new one with the same name. Unknown kinds cannot be checked and pass.
+func (c *Cache) workloadIs(t targetKey, uid types.UID) bool {
+	if t.group != "apps" {
+		return true
+	}
+	var got types.UID
+	switch t.kind {
+	case "Deployment":
+		d, err := c.deployments.Deployments(t.namespace).Get(t.name)
+		if err != nil {
+			return false
+		}
+		got = d.UID
+	case "StatefulSet":
+		s, err := c.statefulSets.StatefulSets(t.namespace).Get(t.name)
+		if err != nil {
+			return false
+		}
+		got = s.UID
+	case "ReplicaSet":
+		rs, err := c.replicaSets.ReplicaSets(t.namespace).Get(t.name)
+		if err != nil {
+			return false
+		}
+		got = rs.UID
+	default:
+		return true
+	}
+	return got == uid
+}
+
+// parentOf returns the controller of a ReplicaSet (its Deployment), or nil.
+func (c *Cache) parentOf(t targetKey, uid types.UID) *metav1.OwnerReference {
+	if t.group != "apps" || t.kind != "ReplicaSet" {
+		return nil
+	}
+	rs, err := c.replicaSets.ReplicaSets(t.namespace).Get(t.name)
+	if err != nil || rs.UID != uid {
+		return nil
+	}
+	return metav1.GetControllerOf(rs)
+}

@@ -1,0 +1,192 @@
+package budget
+
+import (
+	"fmt"
+	"strings"
+
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+)
+
+// MaxDisruptedPods is the most unconfirmed disruptions a budget's status may
+// list before the API server refuses more (the Eviction API's
+// MaxDisruptedPodSize, and Kruise's MaxUnavailablePodSize).
+const MaxDisruptedPods = 2000
+
+// Annotations Kruise puts on pods and PUBs.
+const (
+	// AnnotationRelatedPUB names, on a pod, the PUB Kruise's webhook tied it to.
+	AnnotationRelatedPUB = "kruise.io/related-pub"
+	// AnnotationPUBNoProtect set to "true" on a pod exempts it from every PUB.
+	AnnotationPUBNoProtect = kruisepolicy.PodPubNoProtectionAnnotation
+	// AnnotationPUBProtectOperations on a PUB lists the operations it
+	// protects, comma separated; absent or empty means DELETE,UPDATE,EVICT.
+	AnnotationPUBProtectOperations = kruisepolicy.PubProtectOperationAnnotation
+)
+
+// ignoresBudgets is rule 1: a pod that is Pending, Succeeded or Failed, or
+// already being deleted, may go and spends no budget. It mirrors the
+// Eviction API's canIgnorePDB.
+func ignoresBudgets(pod *v1.Pod) bool {
+	switch pod.Status.Phase {
+	case v1.PodPending, v1.PodSucceeded, v1.PodFailed:
+		return true
+	}
+	return pod.DeletionTimestamp != nil
+}
+
+// podReady is the health test of the Eviction API and the disruption
+// controller: the Ready condition is True.
+func podReady(pod *v1.Pod) bool {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// verdict is one budget's answer for one pod.
+type verdict struct {
+	spends bool
+	denial *Denial
+}
+
+var free = verdict{}
+
+func deny(ref BudgetRef, reason Reason, format string, args ...any) verdict {
+	return verdict{denial: &Denial{
+		Budgets: []BudgetRef{ref},
+		Reason:  reason,
+		Message: ref.String() + ": " + fmt.Sprintf(format, args...),
+	}}
+}
+
+// evaluatePDB applies rules 3 and 4 of DESIGN.md for one covering PDB.
+// inflight is the number of disruptions budgetguard started against this PDB
+// that its status does not show yet.
+func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, inflight int32) verdict {
+	ref := pdbRef(pdb)
+	st := &pdb.Status
+	healthy := st.CurrentHealthy - inflight
+
+	// Rule 3: a not-ready pod.
+	if !podReady(pod) {
+		policy := pdb.Spec.UnhealthyPodEvictionPolicy
+		switch {
+		case policy != nil && *policy == policyv1.AlwaysAllow:
+			return free
+		case policy == nil || *policy == policyv1.IfHealthyBudget:
+			if healthy >= st.DesiredHealthy && st.DesiredHealthy > 0 {
+				return free
+			}
+			// The application is disrupted: the pod needs the budget.
+		default:
+			return deny(ref, ReasonUnknownUnhealthyPodEvictionPolicy,
+				"unhealthyPodEvictionPolicy %q is not one of AlwaysAllow, IfHealthyBudget; a pod that is not ready is refused",
+				*policy)
+		}
+	}
+
+	// Rule 4, in the Eviction API's order.
+	if st.ObservedGeneration < pdb.Generation {
+		return deny(ref, ReasonStaleStatus,
+			"status is stale (observedGeneration %d < generation %d); the disruption controller has not processed the latest spec",
+			st.ObservedGeneration, pdb.Generation)
+	}
+	if st.DisruptionsAllowed < 0 {
+		return deny(ref, ReasonNegativeAllowed, "disruptionsAllowed is negative (%d)", st.DisruptionsAllowed)
+	}
+	if n := len(st.DisruptedPods); n > MaxDisruptedPods {
+		return deny(ref, ReasonTooManyDisruptedPods,
+			"%d disrupted pods await confirmation by the disruption controller (at most %d)", n, MaxDisruptedPods)
+	}
+	if _, ok := st.DisruptedPods[pod.Name]; ok && op == OperationDelete {
+		// The API server has counted this pod already; upstream preemption
+		// does not charge it again. An eviction is charged again by the
+		// API server, so it falls through.
+		return free
+	}
+	if st.DisruptionsAllowed-inflight < 1 {
+		return deny(ref, ReasonInsufficientBudget, "%s", pdbNumbers(st, inflight, podReady(pod)))
+	}
+	return verdict{spends: true}
+}
+
+func pdbNumbers(st *policyv1.PodDisruptionBudgetStatus, inflight int32, ready bool) string {
+	var b strings.Builder
+	if !ready {
+		b.WriteString("pod is not ready and the application is disrupted; ")
+	}
+	fmt.Fprintf(&b, "%d healthy, %d desired, %d disruptions allowed", st.CurrentHealthy, st.DesiredHealthy, st.DisruptionsAllowed)
+	if inflight > 0 {
+		fmt.Fprintf(&b, ", %d in flight", inflight)
+	}
+	return b.String()
+}
+
+// pubProtects reports whether the PUB protects operation op.
+func pubProtects(pub *kruisepolicy.PodUnavailableBudget, op Operation) bool {
+	value := pub.Annotations[AnnotationPUBProtectOperations]
+	if value == "" {
+		return true
+	}
+	want := string(kruisepolicy.PubDeleteOperation)
+	if op == OperationEvict {
+		want = string(kruisepolicy.PubEvictOperation)
+	}
+	for _, o := range strings.Split(value, ",") {
+		if strings.TrimSpace(o) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// evaluatePUB applies rule 5 of DESIGN.md for one covering PUB, in the order
+// of Kruise's PodUnavailableBudgetValidatePod.
+func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operation, inflight int32) verdict {
+	ref := pubRef(pub)
+	st := &pub.Status
+	switch {
+	case pod.Annotations[AnnotationPUBNoProtect] == "true":
+		return free
+	case pod.Status.Phase != v1.PodRunning || !podReady(pod):
+		return free
+	case st.DesiredAvailable == 0:
+		return free
+	case !pubProtects(pub, op):
+		return free
+	}
+	if _, ok := st.DisruptedPods[pod.Name]; ok {
+		return free
+	}
+	if _, ok := st.UnavailablePods[pod.Name]; ok {
+		return free
+	}
+	if n := len(st.DisruptedPods) + len(st.UnavailablePods); n > MaxDisruptedPods {
+		return deny(ref, ReasonTooManyDisruptedPods,
+			"%d disrupted or unavailable pods await confirmation by the PUB controller (at most %d)", n, MaxDisruptedPods)
+	}
+	if st.UnavailableAllowed < 0 {
+		return deny(ref, ReasonNegativeAllowed, "unavailableAllowed is negative (%d)", st.UnavailableAllowed)
+	}
+	if st.UnavailableAllowed-inflight < 1 {
+		msg := fmt.Sprintf("%d available, %d desired, %d unavailable allowed", st.CurrentAvailable, st.DesiredAvailable, st.UnavailableAllowed)
+		if inflight > 0 {
+			msg += fmt.Sprintf(", %d in flight", inflight)
+		}
+		return deny(ref, ReasonInsufficientBudget, "%s", msg)
+	}
+	return verdict{spends: true}
+}
+
+func pdbRef(pdb *policyv1.PodDisruptionBudget) BudgetRef {
+	return BudgetRef{Kind: KindPDB, Namespace: pdb.Namespace, Name: pdb.Name, UID: pdb.UID}
+}
+
+func pubRef(pub *kruisepolicy.PodUnavailableBudget) BudgetRef {
+	return BudgetRef{Kind: KindPUB, Namespace: pub.Namespace, Name: pub.Name, UID: pub.UID}
+}
