@@ -1,0 +1,41 @@
+# budgetguard. Tools are pinned in hack/tools/go.mod and run with `go tool`.
+# Never add -trimpath: the in-process kube-apiserver finds its test fixtures
+# through runtime.Caller.
+
+GO ?= go
+TOOLS = $(GO) tool -modfile=hack/tools/go.mod
+export GO
+
+.PHONY: all build test test-unit test-integration bench manifests verify
+
+# `make test` runs test-unit, then test-integration, even under -j.
+.NOTPARALLEL:
+
+all: build
+
+build:
+	$(GO) build ./...
+
+test: test-unit test-integration
+
+# Everything outside ./test/; ./plugins/... with -race.
+test-unit:
+	hack/test-unit.sh
+
+# ./test/integration/... against the in-process control plane (slow to compile).
+test-integration:
+	hack/test-integration.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...
+
+# Regenerate manifests/crds from kruise-api's Go types.
+manifests:
+	hack/update-crds.sh
+
+verify:
+	hack/verify-gofmt.sh
+	hack/verify-gomod.sh
+	hack/verify-crds.sh
+	$(GO) vet ./...
+	$(TOOLS) golangci-lint run ./...
