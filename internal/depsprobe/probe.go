@@ -1,6 +1,7 @@
 package depsprobe
 
 import (
+	_ "github.com/google/go-cmp/cmp"
 	_ "github.com/openkruise/kruise-api/client/clientset/versioned"
 	_ "github.com/openkruise/kruise-api/client/informers/externalversions"
 	_ "github.com/openkruise/kruise-api/policy/v1alpha1"
@@ -14,5 +15,4 @@ import (
 	_ "k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	_ "sigs.k8s.io/descheduler/cmd/descheduler/app"
 	_ "sigs.k8s.io/descheduler/pkg/descheduler"
-	_ "github.com/google/go-cmp/cmp"
 )

@@ -1,0 +1,170 @@
+package budget
+
+import (
+	"fmt"
+	"math/rand"
+	"runtime"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The benchmark cluster: 1,000 namespaces, each with 100 pods of 10 apps
+// and 10 PDBs, one per app: 100,000 pods and 10,000 budgets.
+const (
+	benchNamespaces   = 1000
+	benchPodsPerNS    = 100
+	benchBudgetsPerNS = 10
+)
+
+func benchPod(nsIdx, i int) *v1.Pod {
+	p := mkPod(fmt.Sprintf("pod-%d", i))
+	p.Namespace = fmt.Sprintf("ns-%d", nsIdx)
+	p.UID = types.UID(fmt.Sprintf("uid-%d-%d", nsIdx, i))
+	p.Labels = map[string]string{
+		"app":               fmt.Sprintf("app-%d", i%benchBudgetsPerNS),
+		"pod-template-hash": fmt.Sprintf("h%d", i%benchBudgetsPerNS),
+		"tier":              "backend",
+	}
+	return p
+}
+
+func benchPDB(nsIdx, j int) *policyv1.PodDisruptionBudget {
+	p := mkPDB(fmt.Sprintf("app-%d", j), &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", j)}},
+		pdbStatus{healthy: 10, desired: 5, allowed: 5})
+	p.Namespace = fmt.Sprintf("ns-%d", nsIdx)
+	return p
+}
+
+type benchCluster struct {
+	h    *harness
+	pods []*v1.Pod
+	pdbs []*policyv1.PodDisruptionBudget
+}
+
+// newBenchCluster fills the informers' stores, like a synced informer would,
+// and feeds every object to the Cache's handlers unless feed is false.
+func newBenchCluster(b *testing.B, feed bool) *benchCluster {
+	b.Helper()
+	bc := &benchCluster{h: newHarness(b)}
+	podStore := bc.h.factory.Core().V1().Pods().Informer().GetIndexer()
+	pdbStore := bc.h.factory.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer()
+	for n := 0; n < benchNamespaces; n++ {
+		for j := 0; j < benchBudgetsPerNS; j++ {
+			p := benchPDB(n, j)
+			bc.pdbs = append(bc.pdbs, p)
+			if err := pdbStore.Add(p); err != nil {
+				b.Fatal(err)
+			}
+			if feed {
+				bc.h.pdb(p)
+			}
+		}
+		for i := 0; i < benchPodsPerNS; i++ {
+			p := benchPod(n, i)
+			bc.pods = append(bc.pods, p)
+			if err := podStore.Add(p); err != nil {
+				b.Fatal(err)
+			}
+			if feed {
+				bc.h.podEvent(p, false)
+			}
+		}
+	}
+	return bc
+}
+
+func BenchmarkDecide(b *testing.B) {
+	bc := newBenchCluster(b, true)
+	rng := rand.New(rand.NewSource(1))
+	order := rng.Perm(len(bc.pods))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d := bc.h.c.Decide(bc.pods[order[i%len(order)]], OperationEvict)
+		if !d.Allowed || len(d.Spends) != 1 {
+			b.Fatalf("unexpected decision %+v", d)
+		}
+	}
+}
+
+// BenchmarkDecideWithLedger decides while 1,000 reservations are held.
+func BenchmarkDecideWithLedger(b *testing.B) {
+	bc := newBenchCluster(b, true)
+	for i := 0; i < 1000; i++ {
+		bc.h.c.Reserve(bc.pods[i*97%len(bc.pods)], OperationEvict)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bc.h.c.Decide(bc.pods[(i*7919)%len(bc.pods)], OperationEvict)
+	}
+}
+
+// BenchmarkPlanReserve is a preemption-sized plan: three victims, reserved.
+func BenchmarkPlanReserve(b *testing.B) {
+	bc := newBenchCluster(b, true)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := bc.h.c.NewPlan(OperationDelete)
+		for v := 0; v < 3; v++ {
+			p.Add(bc.pods[(i*31+v*10)%len(bc.pods)])
+		}
+		r, _ := p.Reserve()
+		r.Cancel()
+	}
+}
+
+// BenchmarkPodUpdateEvent is the Cache's share of handling one pod update,
+// with 1,000 reservations held elsewhere and none for this pod (the common
+// case), and for a pod that holds one.
+func BenchmarkPodUpdateEvent(b *testing.B) {
+	bc := newBenchCluster(b, true)
+	for i := 0; i < 1000; i++ {
+		bc.h.c.Reserve(bc.pods[i*97%len(bc.pods)], OperationEvict)
+	}
+	b.Run("no-reservation", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			bc.h.c.onPod(bc.pods[(i*7919+1)%len(bc.pods)], false)
+		}
+	})
+	b.Run("reserved-pod", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			bc.h.c.onPod(bc.pods[(i%1000)*97%len(bc.pods)], false)
+		}
+	})
+}
+
+func heapInUse() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkMemory reports the heap the Cache holds beyond the informers'
+// own stores: per pod after every pod event was handled, and per budget.
+func BenchmarkMemory(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		bc := newBenchCluster(b, false)
+		base := heapInUse()
+		for _, p := range bc.pods {
+			bc.h.podEvent(p, false)
+		}
+		afterPods := heapInUse()
+		for _, p := range bc.pdbs {
+			bc.h.pdb(p)
+		}
+		afterBudgets := heapInUse()
+		b.ReportMetric(float64(int64(afterPods)-int64(base))/float64(len(bc.pods)), "B/pod")
+		b.ReportMetric(float64(int64(afterBudgets)-int64(afterPods))/float64(len(bc.pdbs)), "B/budget")
+		runtime.KeepAlive(bc)
+	}
+}
