@@ -58,6 +58,8 @@ type Cache struct {
 	pubsBySelector *selectorIndex[*kruisepolicy.PodUnavailableBudget]
 	pubsByTarget   map[targetKey]map[string]*kruisepolicy.PodUnavailableBudget
 	pubsByName     map[podKey]*kruisepolicy.PodUnavailableBudget
+	// versions is the resourceVersion of the latest event handled per budget.
+	versions map[budgetKey]string
 
 	ledger *ledger
 }
@@ -80,6 +82,7 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		pubsBySelector: newSelectorIndex[*kruisepolicy.PodUnavailableBudget](),
 		pubsByTarget:   map[targetKey]map[string]*kruisepolicy.PodUnavailableBudget{},
 		pubsByName:     map[podKey]*kruisepolicy.PodUnavailableBudget{},
+		versions:       map[budgetKey]string{},
 		ledger:         newLedger(opts.Ledger, clk),
 	}
 
@@ -194,6 +197,17 @@ func (c *Cache) Budgets() map[BudgetKind]int {
 	return map[BudgetKind]int{KindPDB: c.pdbs.len(), KindPUB: pubs}
 }
 
+// ObservedResourceVersion returns the resourceVersion of the latest version
+// of a budget that decisions use, and false when the Cache knows no such
+// budget. It lets diagnostics and tests tell whether a decision was made on
+// the same state as the API server's.
+func (c *Cache) ObservedResourceVersion(kind BudgetKind, namespace, name string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.versions[budgetKey{kind, namespace, name}]
+	return v, ok
+}
+
 func tombstone[T any](obj any) (T, bool) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -219,6 +233,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 	if deleted {
 		c.mu.Lock()
 		c.pdbs.remove(pdb.Namespace, pdb.Name)
+		delete(c.versions, k)
 		c.mu.Unlock()
 		c.ledger.budgetDeleted(k)
 		return
@@ -231,6 +246,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 			"podDisruptionBudget", klog.KObj(pdb), "err", err)
 	}
 	c.mu.Lock()
+	c.versions[k] = pdb.ResourceVersion
 	if sel == nil {
 		c.pdbs.remove(pdb.Namespace, pdb.Name)
 	} else {
@@ -261,8 +277,10 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 	k := budgetKey{KindPUB, pub.Namespace, pub.Name}
 	c.mu.Lock()
 	c.removePUBLocked(pub.Namespace, pub.Name)
+	delete(c.versions, k)
 	if !deleted {
 		c.addPUBLocked(pub)
+		c.versions[k] = pub.ResourceVersion
 	}
 	c.mu.Unlock()
 	if deleted {

@@ -150,3 +150,17 @@ func TestPUBSupportOffWhenAPINotServed(t *testing.T) {
 	h.add(mkPDB("web", appWeb(), exhausted))
 	mustDeny(t, c.Decide(mkPod("a"), OperationEvict), ReasonInsufficientBudget)
 }
+
+func TestObservedResourceVersion(t *testing.T) {
+	h := newHarness(t)
+	p := mkPDB("web", nil, oneLeft) // not indexed, but observed
+	p.ResourceVersion = "41"
+	h.pdb(p)
+	if v, ok := h.c.ObservedResourceVersion(KindPDB, ns, "web"); !ok || v != "41" {
+		t.Fatalf("got %q %v, want 41", v, ok)
+	}
+	h.c.onPDB(p, true)
+	if _, ok := h.c.ObservedResourceVersion(KindPDB, ns, "web"); ok {
+		t.Fatal("a deleted budget must not be observed")
+	}
+}

@@ -258,3 +258,19 @@ func TestBothDenialsAreReported(t *testing.T) {
 		t.Fatalf("want a denial from the PDB and one from the PUB, got %v", d.Denials)
 	}
 }
+
+func TestAutoscalerForbidsEviction(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		set   bool
+		want  bool
+	}{{"false", true, true}, {"true", true, false}, {"", false, false}, {"False", true, false}} {
+		p := mkPod("a")
+		if tc.set {
+			annotate(AnnotationSafeToEvict, tc.value)(p)
+		}
+		if got := AutoscalerForbidsEviction(p); got != tc.want {
+			t.Errorf("safe-to-evict=%q (set=%v): got %v, want %v", tc.value, tc.set, got, tc.want)
+		}
+	}
+}
