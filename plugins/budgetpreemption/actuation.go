@@ -1,0 +1,218 @@
+package budgetpreemption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+// reservationTTL bounds how long the plugin remembers the reservation of a
+// candidate whose victims were not all actuated (the budget ledger times
+// entries out by itself).
+const reservationTTL = 2 * time.Minute
+
+// candidateReservation is the ledger reservation of one chosen candidate,
+// made once, before its first victim is actuated.
+type candidateReservation struct {
+	once    sync.Once
+	created time.Time
+	r       *budget.Reservation
+	err     error
+}
+
+// reserve returns the reservation of candidate c, making it on first use:
+// every victim of c is re-decided cumulatively and recorded in the ledger
+// atomically, so back-to-back cycles cannot spend a budget twice.
+func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candidate, preemptor *v1.Pod) *candidateReservation {
+	now := time.Now()
+	pl.mu.Lock()
+	cr, ok := pl.reservations[c]
+	if !ok {
+		for k, old := range pl.reservations {
+			if now.Sub(old.created) > reservationTTL {
+				delete(pl.reservations, k)
+			}
+		}
+		cr = &candidateReservation{created: now}
+		pl.reservations[c] = cr
+	}
+	pl.mu.Unlock()
+
+	cr.once.Do(func() {
+		override := pl.overrides(preemptor)
+		plan := pl.budgets.NewPlan(pl.operation(preemptor))
+		for _, victim := range c.Victims().Pods {
+			if victim.DeletionTimestamp != nil {
+				continue
+			}
+			if d := plan.Add(victim); !d.Allowed && !override {
+				cr.err = &budget.DeniedError{Pod: victim, Decision: d}
+				return
+			}
+		}
+		cr.r, cr.err = plan.Reserve()
+		if cr.err != nil && override {
+			klog.FromContext(ctx).V(2).Info("Preemptor overrides disruption budgets", "preemptor", klog.KObj(preemptor), "err", cr.err)
+			cr.err = nil
+		}
+	})
+	return cr
+}
+
+// preemptPod replaces Executor.PreemptPod: it reserves the candidate's
+// victims in the budget ledger, then evicts or deletes the victim, and
+// cancels the victim's reservation when that fails.
+func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error {
+	logger := klog.FromContext(ctx)
+	preemptorPod, _ := preemptor.Obj().(*v1.Pod)
+	if preemptorPod == nil {
+		return fmt.Errorf("%s: preemptor %s is a %s, not a pod", Name, klog.KObj(preemptor), preemptor.Type())
+	}
+	cr := pl.reserve(ctx, c, preemptorPod)
+	if cr.err != nil {
+		var de *budget.DeniedError
+		reason := "Unknown"
+		if errors.As(cr.err, &de) {
+			reason = string(de.Decision.Reason())
+		}
+		blockedTotal.WithLabelValues(reason).Inc()
+		pl.abort(ctx, preemptorPod, victim, "PreemptionBlockedByBudget", fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
+		return cr.err
+	}
+
+	var err error
+	if pl.operation(preemptorPod) == budget.OperationDelete || pl.inScheduler(victim) {
+		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
+	} else {
+		err = pl.evict(ctx, c, preemptor, victim)
+	}
+	if err != nil {
+		cr.r.CancelPod(victim.Namespace, victim.Name)
+		code := "other"
+		var se apierrors.APIStatus
+		if errors.As(err, &se) {
+			code = strconv.Itoa(int(se.Status().Code))
+		}
+		evictionFailuresTotal.WithLabelValues(code).Inc()
+		logger.V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
+		pl.abort(ctx, preemptorPod, victim, "PreemptionEvictionFailed", fmt.Sprintf("the API server refused to disrupt victim %s (%s): %v; the preemptor will be retried", klog.KObj(victim), code, err))
+		return err
+	}
+	return nil
+}
+
+// inScheduler reports whether victim is only in the scheduler's memory
+// (waiting at Permit or in PreBind), where upstream's PreemptPod rejects it
+// without an API call.
+func (pl *BudgetAwarePreemption) inScheduler(victim *v1.Pod) bool {
+	return pl.fh.GetWaitingPod(victim.UID) != nil || pl.fh.GetPodInPreBind(victim.UID) != nil
+}
+
+// evict posts a policy/v1 Eviction for victim. It does not retry: a 429
+// carries Retry-After, which client-go's typed Evict would silently honour
+// up to ten times.
+func (pl *BudgetAwarePreemption) evict(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod) error {
+	ev := &policyv1.Eviction{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"},
+		ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &victim.UID},
+		},
+	}
+	err := pl.fh.ClientSet().PolicyV1().RESTClient().Post().
+		Namespace(victim.Namespace).Resource("pods").Name(victim.Name).SubResource("eviction").
+		MaxRetries(0).Body(ev).Do(ctx).Error()
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Preemptor evicted victim", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", c.Name())
+	pl.fh.EventRecorder().Eventf(victim, preemptor.Obj(), v1.EventTypeNormal, "Preempted", "Preempting",
+		"Evicted by %s %v on node %v", preemptor.Type(), preemptor.UID(), c.Name())
+	return nil
+}
+
+// abort records why the preemption failed on the preemptor and clears its
+// nomination, so that it is scheduled again from scratch.
+func (pl *BudgetAwarePreemption) abort(ctx context.Context, preemptor, victim *v1.Pod, reason, note string) {
+	pl.fh.EventRecorder().Eventf(preemptor, victim, v1.EventTypeWarning, reason, "Preempting", note)
+	cur := preemptor
+	if p, err := pl.fh.SharedInformerFactory().Core().V1().Pods().Lister().Pods(preemptor.Namespace).Get(preemptor.Name); err == nil {
+		cur = p
+	}
+	if cur.Status.NominatedNodeName == "" {
+		return
+	}
+	st := cur.Status.DeepCopy()
+	st.NominatedNodeName = ""
+	if err := util.PatchPodStatus(ctx, pl.fh.ClientSet(), cur.Name, cur.Namespace, &cur.Status, st); err != nil && !apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).Error(err, "Could not clear the preemptor's nominated node", "preemptor", klog.KObj(cur))
+	}
+}
+
+// blockKey holds the blockRecorder in the cycle state.
+const blockKey fwk.StateKey = Name + "/blocked"
+
+// blockRecorder collects, across the parallel dry runs of one PostFilter,
+// the budget denials that kept nodes from being candidates. Clone returns
+// the same recorder, so every copy of the cycle state reports to it.
+type blockRecorder struct {
+	mu    sync.Mutex
+	nodes int
+	first *budget.Decision
+}
+
+// Clone implements fwk.StateData.
+func (r *blockRecorder) Clone() fwk.StateData { return r }
+
+func (r *blockRecorder) add(d budget.Decision) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes++
+	if r.first == nil {
+		r.first = &d
+	}
+}
+
+type blockSummary struct {
+	nodes   int
+	reason  budget.Reason
+	message string
+}
+
+func (r *blockRecorder) summary() *blockSummary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == nil {
+		return nil
+	}
+	return &blockSummary{nodes: r.nodes, reason: r.first.Reason(), message: r.first.Message()}
+}
+
+func recorderFrom(state fwk.CycleState) *blockRecorder {
+	v, err := state.Read(blockKey)
+	if err != nil {
+		return nil
+	}
+	r, _ := v.(*blockRecorder)
+	return r
+}

@@ -1,0 +1,412 @@
+package budgetpreemption
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	v1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+// Name is the plugin's name in the registry and in configurations.
+const Name = "BudgetAwarePreemption"
+
+// deniedWeight scales denied victims above budget-spending ones in the
+// number the Evaluator minimises first when it picks a node (see
+// SelectVictimsOnNode).
+const deniedWeight = 1 << 20
+
+// BudgetAwarePreemption is a PostFilter plugin: upstream preemption whose
+// victims are chosen and reserved with the shared budget cache.
+type BudgetAwarePreemption struct {
+	fh      fwk.Handle
+	fts     feature.Features
+	args    BudgetAwarePreemptionArgs
+	budgets *budget.Cache
+
+	Executor  *preemption.Executor
+	Evaluator *preemption.Evaluator
+
+	// deletePod is upstream's PreemptPod (delete with a DisruptionTarget
+	// condition), used for Delete actuation and for overriding preemptors.
+	deletePod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error
+
+	mu           sync.Mutex
+	reservations map[preemption.Candidate]*candidateReservation
+}
+
+var (
+	_ fwk.PostFilterPlugin  = &BudgetAwarePreemption{}
+	_ fwk.PreEnqueuePlugin  = &BudgetAwarePreemption{}
+	_ fwk.EnqueueExtensions = &BudgetAwarePreemption{}
+	_ preemption.Interface  = &BudgetAwarePreemption{}
+	_ fwk.StateData         = &blockRecorder{}
+	_ runtime.Object        = &BudgetAwarePreemptionArgs{}
+	_ runtime.Object        = &VersionedArgs{}
+)
+
+// Name returns the plugin's name.
+func (pl *BudgetAwarePreemption) Name() string { return Name }
+
+// New builds the plugin from its arguments. It registers the budget cache's
+// informers on the scheduler's shared informer factory and, when the handle
+// has a kubeconfig, on a Kruise factory for PodUnavailableBudgets.
+func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+	args, err := argsFrom(obj)
+	if err != nil {
+		return nil, err
+	}
+	var opts budget.Options
+	var kf kruiseinformers.SharedInformerFactory
+	if cfg := fh.KubeConfig(); cfg != nil && fh.ClientSet() != nil {
+		kc, err := kruiseclient.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: creating the Kruise client: %w", Name, err)
+		}
+		kf = kruiseinformers.NewSharedInformerFactory(kc, 0)
+		opts.KruiseInformers = kf
+		opts.Discovery = fh.ClientSet().Discovery()
+	}
+	c, err := budget.New(ctx, fh.SharedInformerFactory(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if kf != nil {
+		kf.Start(ctx.Done())
+	}
+	go func() {
+		if c.WaitForCacheSync(ctx) {
+			c.Run(ctx, time.Minute)
+		}
+	}()
+	return newPlugin(args, fh, c, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)), nil
+}
+
+// argsFrom accepts the internal args (what the scheduler's config loading
+// produces), the versioned args, or nil (defaults), and validates them.
+func argsFrom(obj runtime.Object) (*BudgetAwarePreemptionArgs, error) {
+	var args *BudgetAwarePreemptionArgs
+	switch a := obj.(type) {
+	case nil:
+		args = DefaultArgs()
+	case *BudgetAwarePreemptionArgs:
+		args = a
+	case *VersionedArgs:
+		v := a.DeepCopyObject().(*VersionedArgs)
+		SetDefaultsVersionedArgs(v)
+		args = &BudgetAwarePreemptionArgs{}
+		convertToInternal(v, args)
+	default:
+		return nil, fmt.Errorf("got args of type %T, want *%sArgs", obj, Name)
+	}
+	if err := ValidateBudgetAwarePreemptionArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+func newPlugin(args *BudgetAwarePreemptionArgs, fh fwk.Handle, c *budget.Cache, fts feature.Features) *BudgetAwarePreemption {
+	registerMetrics()
+	pl := &BudgetAwarePreemption{
+		fh:           fh,
+		fts:          fts,
+		args:         *args,
+		budgets:      c,
+		reservations: map[preemption.Candidate]*candidateReservation{},
+	}
+	pl.Executor = preemption.NewExecutor(fh, fts)
+	pl.deletePod = pl.Executor.PreemptPod
+	pl.Executor.PreemptPod = pl.preemptPod
+	pl.Evaluator = preemption.NewEvaluator(Name, fh, pl, pl.Executor)
+	return pl
+}
+
+// overrides reports whether preemptor may break budgets.
+func (pl *BudgetAwarePreemption) overrides(preemptor *v1.Pod) bool {
+	t := pl.args.OverrideBudgetsAtPriority
+	return t != nil && corev1helpers.PodPriority(preemptor) >= *t
+}
+
+// strict reports whether denied victims are excluded for preemptor.
+func (pl *BudgetAwarePreemption) strict(preemptor *v1.Pod) bool {
+	return pl.args.Mode == ModeStrict && !pl.overrides(preemptor)
+}
+
+// operation is the budget operation the victims of preemptor undergo.
+func (pl *BudgetAwarePreemption) operation(preemptor *v1.Pod) budget.Operation {
+	if pl.args.Actuation == ActuationDelete || pl.overrides(preemptor) {
+		return budget.OperationDelete
+	}
+	return budget.OperationEvict
+}
+
+// PostFilter runs preemption for pod.
+func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if pod.Spec.SchedulingGroup != nil && (pl.fts.EnableWorkloadAwarePreemption || pl.fts.EnableTopologyAwareWorkloadScheduling) {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+Name+" does not preempt for pod groups")
+	}
+	if !pl.budgets.HasSynced() {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the budget cache has not synced yet")
+	}
+	rec := &blockRecorder{}
+	state.Write(blockKey, rec)
+	result, status := pl.Evaluator.Preempt(ctx, state, pod, m)
+	msg := status.Message()
+	if !status.IsSuccess() {
+		if blocked := rec.summary(); blocked != nil {
+			blockedTotal.WithLabelValues(string(blocked.reason)).Inc()
+			note := fmt.Sprintf("preemption blocked by disruption budgets on %d node(s): %s", blocked.nodes, blocked.message)
+			pl.fh.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "PreemptionBlockedByBudget", "Preempting", note)
+			klog.FromContext(ctx).V(2).Info("Preemption blocked by disruption budgets", "pod", klog.KObj(pod), "reason", blocked.reason, "message", blocked.message)
+			msg = strings.TrimSpace(msg + "; " + note)
+		}
+	}
+	if len(msg) > 0 {
+		return result, fwk.NewStatus(status.Code(), "preemption: "+msg)
+	}
+	return result, status
+}
+
+// PreEnqueue keeps a preemptor out of the scheduling cycle while its
+// asynchronous preemption runs, as DefaultPreemption does.
+func (pl *BudgetAwarePreemption) PreEnqueue(_ context.Context, p *v1.Pod) *fwk.Status {
+	if pl.fts.EnableAsyncPreemption && pl.Executor.IsPodRunningPreemption(p.GetUID()) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the preemption for this pod to be finished")
+	}
+	return nil
+}
+
+// EventsToRegister registers pod deletion for the PreEnqueue gate; the hint
+// always skips, leaving requeueing to the plugins that rejected the pod.
+func (pl *BudgetAwarePreemption) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	if !pl.fts.EnableAsyncPreemption {
+		return nil, nil
+	}
+	return []fwk.ClusterEventWithHint{{
+		Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete},
+		QueueingHintFn: func(klog.Logger, *v1.Pod, any, any) (fwk.QueueingHint, error) {
+			return fwk.QueueSkip, nil
+		},
+	}}, nil
+}
+
+// GetOffsetAndNumCandidates implements preemption.Interface with upstream's
+// candidate-node arithmetic.
+func (pl *BudgetAwarePreemption) GetOffsetAndNumCandidates(numNodes int32) (int32, int32) {
+	n := numNodes * pl.args.MinCandidateNodesPercentage / 100
+	n = max(n, pl.args.MinCandidateNodesAbsolute)
+	n = min(n, numNodes)
+	return rand.Int32N(numNodes), n
+}
+
+// CandidatesToVictimsMap implements preemption.Interface.
+func (pl *BudgetAwarePreemption) CandidatesToVictimsMap(candidates []preemption.Candidate) map[string]*extenderv1.Victims {
+	m := make(map[string]*extenderv1.Victims, len(candidates))
+	for _, c := range candidates {
+		m[c.Name()] = c.Victims()
+	}
+	return m
+}
+
+// OrderedScoreFuncs implements preemption.Interface: upstream's, whose first
+// criterion (fewest "PDB violations") minimises the number SelectVictimsOnNode
+// reports: denied victims first, then victims that spend a budget.
+func (pl *BudgetAwarePreemption) OrderedScoreFuncs(context.Context, map[string]*extenderv1.Victims) []func(string) int64 {
+	return nil
+}
+
+// PodEligibleToPreemptOthers implements preemption.Interface as upstream
+// does, and also waits for victims this plugin evicted.
+func (pl *BudgetAwarePreemption) PodEligibleToPreemptOthers(_ context.Context, pod *v1.Pod, nominatedNodeStatus *fwk.Status) (bool, string) {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		return false, "not eligible due to preemptionPolicy=Never."
+	}
+	nom := pod.Status.NominatedNodeName
+	if nom == "" || nominatedNodeStatus.Code() == fwk.UnschedulableAndUnresolvable {
+		return true, ""
+	}
+	if ni, _ := pl.fh.SnapshotSharedLister().NodeInfos().Get(nom); ni != nil {
+		for _, p := range ni.GetPods() {
+			if corev1helpers.PodPriority(p.GetPod()) < corev1helpers.PodPriority(pod) && terminatingByDisruption(p.GetPod()) {
+				return false, "not eligible due to a terminating pod on the nominated node."
+			}
+		}
+	}
+	return true, ""
+}
+
+func terminatingByDisruption(p *v1.Pod) bool {
+	if p.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			return c.Status == v1.ConditionTrue &&
+				(c.Reason == v1.PodReasonPreemptionByScheduler || c.Reason == reasonEvictionByEvictionAPI)
+		}
+	}
+	return false
+}
+
+// victimClass orders potential victims for reprieve: the classes reprieved
+// first are the ones most likely to stay.
+type victimClass int
+
+const (
+	classDenied victimClass = iota // the budget denies it (BestEffort or override only)
+	classSpends                    // allowed, spends a budget
+	classFree                      // allowed, spends nothing
+)
+
+type potentialVictim struct {
+	pi    fwk.PodInfo
+	class victimClass
+	d     budget.Decision
+}
+
+// SelectVictimsOnNode implements preemption.Interface. Like upstream it
+// removes every lower-priority pod, checks that the preemptor fits, and
+// reprieves as many pods as it can, most important first; but:
+//   - pods annotated safe-to-evict "false" are never victims (when honoured);
+//   - in Strict mode, a pod its budget denies is never a victim, and a node
+//     whose victims together overspend a budget is not a candidate;
+//   - victims that spend a budget are reprieved before victims that spend
+//     none, so free victims (pods under no budget, unhealthy pods under
+//     AlwaysAllow) are preferred;
+//   - the returned count is denied*2^20 + spending victims, which the
+//     Evaluator minimises first when it picks a node.
+func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo, _ []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	strict := pl.strict(pod)
+	op := pl.operation(pod)
+	rec := recorderFrom(state)
+
+	removePod := func(pi fwk.PodInfo) error {
+		if err := nodeInfo.RemovePod(logger, pi.GetPod()); err != nil {
+			return err
+		}
+		if s := pl.fh.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, nodeInfo); !s.IsSuccess() {
+			return s.AsError()
+		}
+		return nil
+	}
+	addPod := func(pi fwk.PodInfo) error {
+		nodeInfo.AddPodInfo(pi)
+		if s := pl.fh.RunPreFilterExtensionAddPod(ctx, state, pod, pi, nodeInfo); !s.IsSuccess() {
+			return s.AsError()
+		}
+		return nil
+	}
+
+	var potential []potentialVictim
+	var denials []budget.Decision
+	for _, pi := range nodeInfo.GetPods() {
+		p := pi.GetPod()
+		if corev1helpers.PodPriority(p) >= corev1helpers.PodPriority(pod) {
+			continue
+		}
+		if pl.args.HonorSafeToEvictAnnotation && budget.AutoscalerForbidsEviction(p) {
+			continue
+		}
+		d := pl.budgets.Decide(p, op)
+		pv := potentialVictim{pi: pi, d: d, class: classFree}
+		switch {
+		case !d.Allowed:
+			decisionsTotal.WithLabelValues("denied", string(d.Reason())).Inc()
+			if strict {
+				denials = append(denials, d)
+				continue
+			}
+			pv.class = classDenied
+		case len(d.Spends) > 0:
+			decisionsTotal.WithLabelValues("spends", "").Inc()
+			pv.class = classSpends
+		default:
+			decisionsTotal.WithLabelValues("free", "").Inc()
+		}
+		potential = append(potential, pv)
+	}
+	for _, pv := range potential {
+		if err := removePod(pv.pi); err != nil {
+			return nil, 0, fwk.AsStatus(err)
+		}
+	}
+	if len(potential) == 0 {
+		if len(denials) > 0 {
+			rec.add(denials[0])
+			return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "every preemption victim is protected by a disruption budget: "+denials[0].Message())
+		}
+		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "No preemption victims found for incoming pod")
+	}
+	if s := pl.fh.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo); !s.IsSuccess() {
+		if len(denials) > 0 {
+			// It would fit if the protected pods could go.
+			rec.add(denials[0])
+		}
+		return nil, 0, s
+	}
+
+	sort.SliceStable(potential, func(i, j int) bool {
+		if potential[i].class != potential[j].class {
+			return potential[i].class < potential[j].class
+		}
+		return util.MoreImportantPod(potential[i].pi.GetPod(), potential[j].pi.GetPod())
+	})
+	var victims []potentialVictim
+	for _, pv := range potential {
+		if err := addPod(pv.pi); err != nil {
+			return nil, 0, fwk.AsStatus(err)
+		}
+		if pl.fh.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo).IsSuccess() {
+			continue
+		}
+		if err := removePod(pv.pi); err != nil {
+			return nil, 0, fwk.AsStatus(err)
+		}
+		victims = append(victims, pv)
+	}
+
+	// The victims together: a plan spends budgets cumulatively.
+	plan := pl.budgets.NewPlan(op)
+	denied, spending := 0, 0
+	out := make([]*v1.Pod, 0, len(victims))
+	for _, pv := range victims {
+		d := plan.Add(pv.pi.GetPod())
+		switch {
+		case !d.Allowed:
+			if strict {
+				rec.add(d)
+				return nil, 0, fwk.NewStatus(fwk.Unschedulable, "preemption victims together exceed a disruption budget: "+d.Message())
+			}
+			denied++
+		case len(d.Spends) > 0:
+			spending++
+		}
+		out = append(out, pv.pi.GetPod())
+	}
+	sort.SliceStable(out, func(i, j int) bool { return util.MoreImportantPod(out[i], out[j]) })
+	return out, denied*deniedWeight + spending, fwk.NewStatus(fwk.Success)
+}
+
+// reasonEvictionByEvictionAPI is the DisruptionTarget reason the Eviction
+// API sets (pkg/registry/core/pod/storage/eviction.go has no exported name).
+const reasonEvictionByEvictionAPI = "EvictionByEvictionAPI"

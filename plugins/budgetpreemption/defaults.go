@@ -1,0 +1,37 @@
+package budgetpreemption
+
+import "k8s.io/utils/ptr"
+
+// Defaults of the arguments; the candidate-node numbers are upstream's.
+const (
+	DefaultMinCandidateNodesPercentage int32 = 10
+	DefaultMinCandidateNodesAbsolute   int32 = 100
+)
+
+// SetDefaultsVersionedArgs fills in every field that is not set.
+func SetDefaultsVersionedArgs(a *VersionedArgs) {
+	if a.Mode == nil {
+		a.Mode = ptr.To(ModeStrict)
+	}
+	if a.Actuation == nil {
+		a.Actuation = ptr.To(ActuationEvict)
+	}
+	if a.HonorSafeToEvictAnnotation == nil {
+		a.HonorSafeToEvictAnnotation = ptr.To(true)
+	}
+	if a.MinCandidateNodesPercentage == nil {
+		a.MinCandidateNodesPercentage = ptr.To(DefaultMinCandidateNodesPercentage)
+	}
+	if a.MinCandidateNodesAbsolute == nil {
+		a.MinCandidateNodesAbsolute = ptr.To(DefaultMinCandidateNodesAbsolute)
+	}
+}
+
+// DefaultArgs returns the arguments used when a profile configures none.
+func DefaultArgs() *BudgetAwarePreemptionArgs {
+	v := &VersionedArgs{}
+	SetDefaultsVersionedArgs(v)
+	out := &BudgetAwarePreemptionArgs{}
+	convertToInternal(v, out)
+	return out
+}

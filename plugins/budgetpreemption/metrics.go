@@ -1,0 +1,39 @@
+package budgetpreemption
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const subsystem = "budgetguard_preemption"
+
+var (
+	blockedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "blocked_total",
+		Help:           "Preemption attempts that found no candidate node because a disruption budget denied the victims they needed, by the budget's reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	decisionsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "decisions_total",
+		Help:           "Budget decisions on potential preemption victims, by result (free, spends, denied) and denial reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result", "reason"})
+	evictionFailuresTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "eviction_failures_total",
+		Help:           "Victim evictions the API server refused, by HTTP status code.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"code"})
+
+	registerOnce sync.Once
+)
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(blockedTotal, decisionsTotal, evictionFailuresTotal)
+	})
+}

@@ -1,0 +1,419 @@
+package budgetpreemption
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	clientsetfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+const ns = "shop"
+
+// env is a scheduler framework with NodeResourcesFit, a fake clientset and
+// the plugin on a budget cache fed by the framework's informers.
+type env struct {
+	ctx      context.Context
+	fw       framework.Framework
+	pl       *BudgetAwarePreemption
+	budgets  *budget.Cache
+	snapshot *internalcache.Snapshot
+}
+
+func newEnv(t *testing.T, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pods []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget) *env {
+	t.Helper()
+	logger, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+
+	var objs []runtime.Object
+	for _, p := range pods {
+		objs = append(objs, p)
+	}
+	for _, n := range nodes {
+		objs = append(objs, n)
+	}
+	for _, p := range pdbs {
+		objs = append(objs, p)
+	}
+	cs := clientsetfake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	snapshot := internalcache.NewSnapshot(pods, nodes)
+	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+		tf.RegisterPluginAsExtensions(noderesources.Name, frameworkruntime.FactoryAdapter(feature.Features{}, noderesources.NewFit), "Filter", "PreFilter"),
+		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+	}, "",
+		frameworkruntime.WithClientSet(cs),
+		frameworkruntime.WithEventRecorder(&events.FakeRecorder{}),
+		frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithLogger(logger),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := budget.New(ctx, factory, budget.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args == nil {
+		args = DefaultArgs()
+	}
+	pl := newPlugin(args, fw, bc, feature.Features{})
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	if !bc.WaitForCacheSync(ctx) {
+		t.Fatal("budget cache did not sync")
+	}
+	return &env{ctx: ctx, fw: fw, pl: pl, budgets: bc, snapshot: snapshot}
+}
+
+// preempt runs the dry run on every node and the Evaluator's choice. It
+// returns the victims per candidate node (sorted names) and the chosen node.
+func (e *env) preempt(t *testing.T, preemptor *v1.Pod) (map[string][]string, string) {
+	t.Helper()
+	state := framework.NewCycleState()
+	if _, s, _ := e.fw.RunPreFilterPlugins(e.ctx, state, preemptor); !s.IsSuccess() {
+		t.Fatalf("PreFilter: %v", s)
+	}
+	nodeInfos, err := e.snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	candidates, _, _ := e.pl.Evaluator.DryRunPreemption(e.ctx, state, preemptor, nodeInfos, nil, 0, int32(len(nodeInfos)))
+	got := map[string][]string{}
+	for _, c := range candidates {
+		var names []string
+		for _, p := range c.Victims().Pods {
+			names = append(names, p.Name)
+		}
+		sort.Strings(names)
+		got[c.Name()] = names
+	}
+	best := ""
+	if c := e.pl.Evaluator.SelectCandidate(e.ctx, candidates); c != nil {
+		best = c.Name()
+	}
+	return got, best
+}
+
+func node(name string) *v1.Node {
+	return st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "4", v1.ResourcePods: "110"}).Obj()
+}
+
+// pod is a running 1-CPU pod on nodeName, Ready unless ready is false.
+func pod(name, nodeName, app string, priority int32, ready bool) *st.PodWrapper {
+	status := v1.ConditionTrue
+	if !ready {
+		status = v1.ConditionFalse
+	}
+	w := st.MakePod().Namespace(ns).Name(name).UID(name).Node(nodeName).Priority(priority).
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Phase(v1.PodRunning).
+		Condition(v1.PodReady, status, "")
+	if app != "" {
+		w = w.Label("app", app)
+	}
+	return w
+}
+
+func preemptor(cpu string, priority int32) *v1.Pod {
+	return st.MakePod().Namespace(ns).Name("preemptor").UID("preemptor").Priority(priority).
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Obj()
+}
+
+// pdb is a PDB on app with an up-to-date status.
+func pdb(app string, healthy, desired, allowed int32, policy *policyv1.UnhealthyPodEvictionPolicyType) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app, Generation: 1},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable:             ptr.To(intstr.FromInt32(healthy - desired)),
+			Selector:                   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			UnhealthyPodEvictionPolicy: policy,
+		},
+		Status: policyv1.PodDisruptionBudgetStatus{
+			ObservedGeneration: 1, CurrentHealthy: healthy, DesiredHealthy: desired,
+			DisruptionsAllowed: allowed, ExpectedPods: healthy,
+		},
+	}
+}
+
+func TestSelectVictims(t *testing.T) {
+	strict := DefaultArgs()
+	bestEffort := DefaultArgs()
+	bestEffort.Mode = ModeBestEffort
+	ignoreSafeToEvict := DefaultArgs()
+	ignoreSafeToEvict.HonorSafeToEvictAnnotation = false
+	override := DefaultArgs()
+	override.OverrideBudgetsAtPriority = ptr.To[int32](1000)
+
+	// The anchor of DESIGN.md: 4 Ready pods under maxUnavailable 1 fill a
+	// 4-CPU node; the preemptor needs 2 CPU.
+	anchorPods := func() []*v1.Pod {
+		return []*v1.Pod{
+			pod("web-0", "n1", "web", 3, true).Obj(), pod("web-1", "n1", "web", 2, true).Obj(),
+			pod("web-2", "n1", "web", 1, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
+		}
+	}
+	anchorPDB := []*policyv1.PodDisruptionBudget{pdb("web", 4, 3, 1, nil)}
+
+	tests := []struct {
+		name      string
+		args      *BudgetAwarePreemptionArgs
+		nodes     []*v1.Node
+		pods      []*v1.Pod
+		pdbs      []*policyv1.PodDisruptionBudget
+		preemptor *v1.Pod
+		// reserve is reserved in the ledger before the dry run.
+		reserve     []*v1.Pod
+		want        map[string][]string
+		wantBest    string
+		wantBlocked bool
+	}{
+		{
+			name:  "strict: a node that needs two victims of a budget of one is not a candidate",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{},
+		},
+		{
+			name:  "strict: one victim within the budget is chosen",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			preemptor: preemptor("1", 100),
+			want:      map[string][]string{"n1": {"web-3"}},
+			wantBest:  "n1",
+		},
+		{
+			name:  "strict: a disruption in flight in the ledger spends the budget",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			preemptor: preemptor("1", 100),
+			// A pod of the same application on another node, whose
+			// disruption is in flight.
+			reserve: []*v1.Pod{pod("web-9", "elsewhere", "web", 0, true).Obj()},
+			want:    map[string][]string{},
+		},
+		{
+			name:  "best effort: the node is a candidate and the overspend is counted",
+			args:  bestEffort,
+			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{"n1": {"web-2", "web-3"}},
+			wantBest:  "n1",
+		},
+		{
+			name:  "override: a preemptor at the threshold may break the budget",
+			args:  override,
+			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			preemptor: preemptor("2", 1000),
+			want:      map[string][]string{"n1": {"web-2", "web-3"}},
+			wantBest:  "n1",
+		},
+		{
+			name:  "override: a preemptor below the threshold may not",
+			args:  override,
+			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			preemptor: preemptor("2", 999),
+			want:      map[string][]string{},
+		},
+		{
+			name:  "strict: a denied pod is never a victim, even of the lowest priority",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")},
+			pods: []*v1.Pod{
+				pod("db-0", "n1", "db", 0, true).Obj(), pod("db-1", "n1", "db", 0, true).Obj(),
+				pod("batch-0", "n1", "", 50, true).Obj(), pod("batch-1", "n1", "", 50, true).Obj(),
+			},
+			pdbs:      []*policyv1.PodDisruptionBudget{pdb("db", 2, 2, 0, nil)},
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{"n1": {"batch-0", "batch-1"}},
+			wantBest:  "n1",
+		},
+		{
+			name:  "victims that spend no budget are preferred to lower-priority ones that spend some",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")},
+			pods: []*v1.Pod{
+				pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
+				pod("batch-0", "n1", "", 50, true).Obj(), pod("batch-1", "n1", "", 50, true).Obj(),
+			},
+			pdbs:      []*policyv1.PodDisruptionBudget{pdb("web", 2, 0, 2, nil)},
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{"n1": {"batch-0", "batch-1"}},
+			wantBest:  "n1",
+		},
+		{
+			name:  "unhealthy pods under AlwaysAllow spend nothing and are preferred",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")},
+			pods: []*v1.Pod{
+				pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
+				pod("web-2", "n1", "web", 50, false).Obj(), pod("web-3", "n1", "web", 50, false).Obj(),
+			},
+			pdbs:      []*policyv1.PodDisruptionBudget{pdb("web", 2, 2, 0, ptr.To(policyv1.AlwaysAllow))},
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{"n1": {"web-2", "web-3"}},
+			wantBest:  "n1",
+		},
+		{
+			name:  "unhealthy pods under IfHealthyBudget with no healthy margin are protected",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")},
+			pods: []*v1.Pod{
+				pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
+				pod("web-2", "n1", "web", 50, false).Obj(), pod("web-3", "n1", "web", 50, false).Obj(),
+			},
+			pdbs:      []*policyv1.PodDisruptionBudget{pdb("web", 2, 3, 0, ptr.To(policyv1.IfHealthyBudget))},
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{},
+		},
+		{
+			name:  "a node whose victims spend no budget is chosen over one whose victims spend some",
+			args:  strict,
+			nodes: []*v1.Node{node("n1"), node("n2")},
+			pods: []*v1.Pod{
+				pod("web-0", "n1", "web", 3, true).Obj(), pod("web-1", "n1", "web", 2, true).Obj(),
+				pod("web-2", "n1", "web", 1, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
+				pod("batch-0", "n2", "", 13, true).Obj(), pod("batch-1", "n2", "", 12, true).Obj(),
+				pod("batch-2", "n2", "", 11, true).Obj(), pod("batch-3", "n2", "", 10, true).Obj(),
+			},
+			pdbs:      []*policyv1.PodDisruptionBudget{pdb("web", 4, 0, 4, nil)},
+			preemptor: preemptor("1", 100),
+			want:      map[string][]string{"n1": {"web-3"}, "n2": {"batch-3"}},
+			wantBest:  "n2",
+		},
+		{
+			name:  "safe-to-evict false is never a victim",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")},
+			pods: []*v1.Pod{
+				pod("keep-0", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
+				pod("keep-1", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
+				pod("batch-0", "n1", "", 50, true).Obj(), pod("batch-1", "n1", "", 50, true).Obj(),
+			},
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{"n1": {"batch-0", "batch-1"}},
+			wantBest:  "n1",
+		},
+		{
+			name:  "safe-to-evict false may be a victim when the annotation is not honoured",
+			args:  ignoreSafeToEvict,
+			nodes: []*v1.Node{node("n1")},
+			pods: []*v1.Pod{
+				pod("keep-0", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
+				pod("keep-1", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
+				pod("batch-0", "n1", "", 50, true).Obj(), pod("batch-1", "n1", "", 50, true).Obj(),
+			},
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{"n1": {"keep-0", "keep-1"}},
+			wantBest:  "n1",
+		},
+		{
+			name:  "a pod under two PDBs is denied, as by the Eviction API",
+			args:  strict,
+			nodes: []*v1.Node{node("n1")},
+			pods: []*v1.Pod{
+				pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
+				pod("web-2", "n1", "web", 0, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
+			},
+			pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 4, 0, 4, nil), func() *policyv1.PodDisruptionBudget {
+				p := pdb("web", 4, 0, 4, nil)
+				p.Name = "all"
+				p.Spec.Selector = &metav1.LabelSelector{}
+				return p
+			}()},
+			preemptor: preemptor("1", 100),
+			want:      map[string][]string{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.args, tc.nodes, tc.pods, tc.pdbs)
+			for _, p := range tc.reserve {
+				if d, r := e.budgets.Reserve(p, budget.OperationEvict); !d.Allowed || r == nil {
+					t.Fatalf("reserving %s: allowed=%v, reservation %v: %s", p.Name, d.Allowed, r, d.Message())
+				}
+			}
+			got, best := e.preempt(t, tc.preemptor)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("victims per candidate node (-want,+got):\n%s", diff)
+			}
+			if best != tc.wantBest {
+				t.Errorf("chosen node = %q, want %q", best, tc.wantBest)
+			}
+		})
+	}
+}
+
+// TestPostFilterBlockedNamesBudget checks that when budgets block every
+// candidate, PostFilter's status and the preemptor's event name the budget
+// and its numbers.
+func TestPostFilterBlockedNamesBudget(t *testing.T) {
+	pods := []*v1.Pod{
+		pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
+		pod("web-2", "n1", "web", 0, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
+	}
+	p := preemptor("2", 100)
+	e := newEnv(t, nil, []*v1.Node{node("n1")}, append(pods, p), []*policyv1.PodDisruptionBudget{pdb("web", 4, 3, 1, nil)})
+	rec := events.NewFakeRecorder(10)
+	e.pl.fh = &recorderHandle{Handle: e.fw, rec: rec}
+
+	state := framework.NewCycleState()
+	if _, s, _ := e.fw.RunPreFilterPlugins(e.ctx, state, p); !s.IsSuccess() {
+		t.Fatalf("PreFilter: %v", s)
+	}
+	m := framework.NewDefaultNodeToStatus()
+	m.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+	_, status := e.pl.PostFilter(e.ctx, state, p, m)
+	if status.IsSuccess() {
+		t.Fatalf("PostFilter succeeded; want it blocked by the budget")
+	}
+	const want, numbers = "pdb shop/web", "4 healthy, 3 desired, 1 disruptions allowed"
+	if msg := status.Message(); !strings.Contains(msg, want+": "+numbers) {
+		t.Errorf("status %q does not name %q", msg, want)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "PreemptionBlockedByBudget") || !strings.Contains(ev, want+": "+numbers) {
+			t.Errorf("event %q does not name the budget and its numbers", ev)
+		}
+	default:
+		t.Errorf("no event recorded on the preemptor")
+	}
+}
+
+type recorderHandle struct {
+	fwk.Handle
+	rec events.EventRecorderLogger
+}
+
+func (h *recorderHandle) EventRecorder() events.EventRecorderLogger { return h.rec }

@@ -1,0 +1,37 @@
+package budgetpreemption
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ValidateBudgetAwarePreemptionArgs checks args; every error names its field
+// under path.
+func ValidateBudgetAwarePreemptionArgs(path *field.Path, args *BudgetAwarePreemptionArgs) error {
+	var errs field.ErrorList
+	switch args.Mode {
+	case ModeStrict, ModeBestEffort:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("mode"), args.Mode, []Mode{ModeStrict, ModeBestEffort}))
+	}
+	switch args.Actuation {
+	case ActuationEvict, ActuationDelete:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("actuation"), args.Actuation, []Actuation{ActuationEvict, ActuationDelete}))
+	}
+	if p := args.OverrideBudgetsAtPriority; p != nil && *p < 0 {
+		errs = append(errs, field.Invalid(path.Child("overrideBudgetsAtPriority"), *p, "must be a priority of 0 or more (system-cluster-critical is 2000000000)"))
+	}
+	pct, abs := path.Child("minCandidateNodesPercentage"), path.Child("minCandidateNodesAbsolute")
+	if v := args.MinCandidateNodesPercentage; v < 0 || v > 100 {
+		errs = append(errs, field.Invalid(pct, v, "not in valid range [0, 100]"))
+	}
+	if v := args.MinCandidateNodesAbsolute; v < 0 {
+		errs = append(errs, field.Invalid(abs, v, "not in valid range [0, inf)"))
+	}
+	if args.MinCandidateNodesPercentage == 0 && args.MinCandidateNodesAbsolute == 0 {
+		errs = append(errs,
+			field.Invalid(pct, args.MinCandidateNodesPercentage, "cannot be zero at the same time as minCandidateNodesAbsolute"),
+			field.Invalid(abs, args.MinCandidateNodesAbsolute, "cannot be zero at the same time as minCandidateNodesPercentage"))
+	}
+	return errs.ToAggregate()
+}
