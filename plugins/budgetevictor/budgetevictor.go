@@ -1,0 +1,213 @@
+package budgetevictor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
+	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
+	frameworktypes "sigs.k8s.io/descheduler/pkg/framework/types"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+// PluginName is the name under which the plugin is registered and
+// referenced from a DeschedulerPolicy.
+const PluginName = "BudgetAwareEvictor"
+
+var _ frameworktypes.EvictorPlugin = &BudgetAwareEvictor{}
+
+// KruiseClients returns the clientset that feeds PodUnavailableBudgets and a
+// discovery client of the real cluster that tells whether their API is
+// served. In dry-run the descheduler's own client is a fake, so these must
+// come from the real cluster.
+type KruiseClients func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error)
+
+// Options configure how the plugin builds its budget cache. They are not
+// policy args: they carry clients and tuning a binary or a test supplies.
+type Options struct {
+	// Kruise, when set, turns PodUnavailableBudget support on (if the API
+	// is served). Nil means PDBs only.
+	Kruise KruiseClients
+	// Ledger bounds how long reservations hold budgets; zero values take
+	// the budget package's defaults (a reservation whose eviction never
+	// happens ends after 5 s).
+	Ledger budget.LedgerOptions
+}
+
+// BudgetAwareEvictor is a descheduler evictor plugin that refuses evictions
+// the disruption budgets forbid.
+type BudgetAwareEvictor struct {
+	// ctx is the context the plugin was built with: the descheduler's
+	// extension points take none, and waiting for the cache needs one.
+	ctx         context.Context
+	args        *BudgetAwareEvictorArgs
+	cache       *budget.Cache
+	syncTimeout time.Duration
+}
+
+// shared caches are keyed by informer factory, so every profile of one
+// descheduler shares one ledger and one set of informer handlers.
+var (
+	sharedMu     sync.Mutex
+	sharedCaches = map[informers.SharedInformerFactory]*budget.Cache{}
+)
+
+// New builds the plugin with PDB support only. Binaries that can reach the
+// PodUnavailableBudget API use NewBuilder.
+func New(ctx context.Context, args runtime.Object, handle frameworktypes.Handle) (frameworktypes.Plugin, error) {
+	return NewBuilder(Options{})(ctx, args, handle)
+}
+
+// NewBuilder returns the plugin builder for the descheduler registry.
+func NewBuilder(opts Options) pluginregistry.PluginBuilder {
+	return func(ctx context.Context, args runtime.Object, handle frameworktypes.Handle) (frameworktypes.Plugin, error) {
+		a, ok := args.(*BudgetAwareEvictorArgs)
+		if !ok {
+			return nil, fmt.Errorf("want args of type BudgetAwareEvictorArgs, got %T", args)
+		}
+		a = a.DeepCopy()
+		SetDefaultsBudgetAwareEvictorArgs(a)
+		if err := ValidateArgs(a); err != nil {
+			return nil, fmt.Errorf("%s: %w", PluginName, err)
+		}
+		c, err := cacheFor(ctx, handle.SharedInformerFactory(), opts)
+		if err != nil {
+			return nil, err
+		}
+		RegisterMetrics()
+		return &BudgetAwareEvictor{
+			ctx:         ctx,
+			args:        a,
+			cache:       c,
+			syncTimeout: time.Duration(*a.CacheSyncTimeoutSeconds) * time.Second,
+		}, nil
+	}
+}
+
+// cacheFor returns the budget cache of factory, creating it on first use.
+// The descheduler builds plugins before it starts its factory, so the cache
+// only registers its informers here; the Kruise factory is ours to start.
+func cacheFor(ctx context.Context, factory informers.SharedInformerFactory, opts Options) (*budget.Cache, error) {
+	if factory == nil {
+		return nil, fmt.Errorf("%s: the handle has no shared informer factory", PluginName)
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if c, ok := sharedCaches[factory]; ok {
+		return c, nil
+	}
+	logger := klog.FromContext(ctx).WithValues("plugin", PluginName)
+	bopts := budget.Options{Ledger: opts.Ledger}
+	var kf kruiseinformers.SharedInformerFactory
+	if opts.Kruise != nil {
+		kc, disc, err := opts.Kruise()
+		if err != nil {
+			logger.Info("PodUnavailableBudget support is off: no client for the Kruise API", "err", err)
+		} else {
+			kf = kruiseinformers.NewSharedInformerFactory(kc, 0)
+			bopts.KruiseInformers, bopts.Discovery = kf, disc
+		}
+	}
+	c, err := budget.New(klog.NewContext(ctx, logger), factory, bopts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", PluginName, err)
+	}
+	if kf != nil {
+		kf.Start(ctx.Done())
+	}
+	sharedCaches[factory] = c
+	go c.Run(ctx, time.Minute)
+	go func() {
+		<-ctx.Done()
+		sharedMu.Lock()
+		defer sharedMu.Unlock()
+		if sharedCaches[factory] == c {
+			delete(sharedCaches, factory)
+		}
+	}()
+	return c, nil
+}
+
+// Name returns the plugin name.
+func (p *BudgetAwareEvictor) Name() string { return PluginName }
+
+// Filter refuses the pods that can never be evicted, whatever the budgets'
+// numbers: safe-to-evict "false" (when honored), several covering PDBs, or a
+// not-ready pod under an unknown unhealthy-pod eviction policy.
+func (p *BudgetAwareEvictor) Filter(pod *v1.Pod) bool {
+	if reason, ok := p.autoscalerRefuses(pod); ok {
+		return p.refuse(extensionFilter, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
+	}
+	if !p.synced() {
+		return p.refuse(extensionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
+	}
+	d := p.cache.Decide(pod, budget.OperationEvict)
+	for _, den := range d.Denials {
+		switch den.Reason {
+		case budget.ReasonMultiplePDBs, budget.ReasonUnknownUnhealthyPodEvictionPolicy:
+			return p.refuse(extensionFilter, pod, string(den.Reason), den.Message)
+		}
+	}
+	return true
+}
+
+// PreEvictionFilter takes a live decision right before the eviction and,
+// when the eviction spends a budget, reserves it in the ledger, so the next
+// pods of the loop see the reduced budget. The descheduler does not report
+// whether the eviction then succeeded: a reservation whose pod is still
+// there and not terminating ends after the ledger's ReservationTTL.
+func (p *BudgetAwareEvictor) PreEvictionFilter(pod *v1.Pod) bool {
+	if reason, ok := p.autoscalerRefuses(pod); ok {
+		return p.refuse(extensionPreEvictionFilter, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
+	}
+	if !p.synced() {
+		return p.refuse(extensionPreEvictionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
+	}
+	d, r := p.cache.Reserve(pod, budget.OperationEvict)
+	if !d.Allowed {
+		return p.refuse(extensionPreEvictionFilter, pod, string(d.Reason()), d.Message())
+	}
+	if r != nil {
+		reservations.Inc()
+		klog.FromContext(p.ctx).V(3).Info("Reserved disruption budget for eviction", "plugin", PluginName, "pod", klog.KObj(pod), "budgets", d.Spends)
+	}
+	return true
+}
+
+func (p *BudgetAwareEvictor) autoscalerRefuses(pod *v1.Pod) (string, bool) {
+	if *p.args.HonorSafeToEvict && budget.AutoscalerForbidsEviction(pod) {
+		return ReasonSafeToEvictFalse, true
+	}
+	return "", false
+}
+
+// synced waits, up to the configured timeout, for the budget cache.
+func (p *BudgetAwareEvictor) synced() bool {
+	if p.cache.HasSynced() {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.syncTimeout)
+	defer cancel()
+	return p.cache.WaitForCacheSync(ctx)
+}
+
+func (p *BudgetAwareEvictor) refuse(point string, pod *v1.Pod, reason, message string) bool {
+	evictionsRefused.WithLabelValues(point, reason).Inc()
+	klog.FromContext(p.ctx).V(2).Info("Eviction refused by budget", "plugin", PluginName, "extensionPoint", point, "pod", klog.KObj(pod), "reason", reason, "message", message)
+	return false
+}
+
+// Register adds the plugin, built with opts, to registry. Call it after the
+// descheduler's SetupPlugins, which replaces the global registry.
+func Register(registry pluginregistry.Registry, opts Options) {
+	pluginregistry.Register(PluginName, NewBuilder(opts), &BudgetAwareEvictor{}, &BudgetAwareEvictorArgs{}, ValidateArgs, SetDefaultsBudgetAwareEvictorArgs, registry)
+}

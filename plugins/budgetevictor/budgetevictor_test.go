@@ -1,0 +1,311 @@
+package budgetevictor
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/utils/ptr"
+	frameworkfake "sigs.k8s.io/descheduler/pkg/framework/fake"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+const ns = "shop"
+
+type podOpt func(*v1.Pod)
+
+func makePod(name string, opts ...podOpt) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}},
+		Spec:       v1.PodSpec{NodeName: "n1"},
+		Status: v1.PodStatus{
+			Phase:      v1.PodRunning,
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
+		},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func labels(kv ...string) podOpt {
+	return func(p *v1.Pod) {
+		p.Labels = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.Labels[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func annotation(k, v string) podOpt {
+	return func(p *v1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[k] = v
+	}
+}
+
+func notReady(p *v1.Pod) { p.Status.Conditions[0].Status = v1.ConditionFalse }
+
+type pdbOpt func(*policyv1.PodDisruptionBudget)
+
+func makePDB(name string, allowed int32, opts ...pdbOpt) *policyv1.PodDisruptionBudget {
+	p := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-pdb-" + name), Generation: 1},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		},
+		Status: policyv1.PodDisruptionBudgetStatus{
+			ObservedGeneration: 1,
+			DisruptionsAllowed: allowed,
+			CurrentHealthy:     3,
+			DesiredHealthy:     3 - allowed,
+			ExpectedPods:       3,
+		},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func policy(pol string) pdbOpt {
+	return func(p *policyv1.PodDisruptionBudget) {
+		p.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.UnhealthyPodEvictionPolicyType(pol))
+	}
+}
+
+// newPlugin builds the plugin the way the descheduler does, on a fake
+// client holding objs, and starts the informers.
+func newPlugin(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, objs ...runtime.Object) *BudgetAwareEvictor {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: factory}
+	if args == nil {
+		args = &BudgetAwareEvictorArgs{}
+	}
+	pl, err := NewBuilder(opts)(ctx, args, handle)
+	if err != nil {
+		t.Fatalf("NewBuilder: %v", err)
+	}
+	factory.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	p := pl.(*BudgetAwareEvictor)
+	if !p.cache.WaitForCacheSync(ctx) {
+		t.Fatal("budget cache did not sync")
+	}
+	return p
+}
+
+func TestFilter(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   *BudgetAwareEvictorArgs
+		pod    *v1.Pod
+		objs   []runtime.Object
+		want   bool
+		reason string
+	}{
+		{name: "no budget", pod: makePod("a"), want: true},
+		{name: "budget exhausted still passes Filter", pod: makePod("a"), objs: []runtime.Object{makePDB("web", 0)}, want: true},
+		{
+			name:   "several PDBs",
+			pod:    makePod("a"),
+			objs:   []runtime.Object{makePDB("web", 1), makePDB("web2", 1)},
+			reason: string(budget.ReasonMultiplePDBs),
+		},
+		{
+			name:   "unknown unhealthy-pod policy on a not-ready pod",
+			pod:    makePod("a", notReady),
+			objs:   []runtime.Object{makePDB("web", 1, policy("Sometimes"))},
+			reason: string(budget.ReasonUnknownUnhealthyPodEvictionPolicy),
+		},
+		{
+			name: "unknown policy on a ready pod is a budget question, not a filter one",
+			pod:  makePod("a"),
+			objs: []runtime.Object{makePDB("web", 1, policy("Sometimes"))},
+			want: true,
+		},
+		{
+			name:   "safe-to-evict false",
+			pod:    makePod("a", annotation(budget.AnnotationSafeToEvict, "false")),
+			reason: ReasonSafeToEvictFalse,
+		},
+		{
+			name: "safe-to-evict false, not honored",
+			args: &BudgetAwareEvictorArgs{HonorSafeToEvict: ptr.To(false)},
+			pod:  makePod("a", annotation(budget.AnnotationSafeToEvict, "false")),
+			want: true,
+		},
+		{
+			name: "safe-to-evict true is just a pod",
+			pod:  makePod("a", annotation(budget.AnnotationSafeToEvict, "true")),
+			want: true,
+		},
+		{
+			name: "PDB of other pods",
+			pod:  makePod("a", labels("app", "db")),
+			objs: []runtime.Object{makePDB("web", 0)},
+			want: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlugin(t, tt.args, Options{}, tt.objs...)
+			var before float64
+			if tt.reason != "" {
+				before = counter(t, extensionFilter, tt.reason)
+			}
+			if got := p.Filter(tt.pod); got != tt.want {
+				t.Fatalf("Filter() = %v, want %v", got, tt.want)
+			}
+			if tt.reason != "" {
+				if got := counter(t, extensionFilter, tt.reason) - before; got != 1 {
+					t.Errorf("refusals with reason %s grew by %v, want 1", tt.reason, got)
+				}
+			}
+		})
+	}
+}
+
+func counter(t *testing.T, point, reason string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(evictionsRefused.WithLabelValues(point, reason))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestPreEvictionFilterReservesCumulatively(t *testing.T) {
+	pods := []*v1.Pod{makePod("a"), makePod("b"), makePod("c")}
+	p := newPlugin(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}}, makePDB("web", 1))
+	before := counter(t, extensionPreEvictionFilter, string(budget.ReasonInsufficientBudget))
+	var got []bool
+	for _, pod := range pods {
+		got = append(got, p.PreEvictionFilter(pod))
+	}
+	if want := fmt.Sprint([]bool{true, false, false}); fmt.Sprint(got) != want {
+		t.Fatalf("PreEvictionFilter over a, b, c = %v, want %v", got, want)
+	}
+	if n := counter(t, extensionPreEvictionFilter, string(budget.ReasonInsufficientBudget)) - before; n != 2 {
+		t.Errorf("InsufficientBudget refusals grew by %v, want 2", n)
+	}
+	if p.cache.InFlight() != 1 {
+		t.Errorf("ledger holds %d reservations, want 1", p.cache.InFlight())
+	}
+}
+
+func TestPreEvictionFilterSharesLedgerAcrossProfiles(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset(makePDB("web", 1))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: factory}
+	var pls []*BudgetAwareEvictor
+	for range 2 {
+		pl, err := NewBuilder(Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}})(ctx, &BudgetAwareEvictorArgs{}, handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pls = append(pls, pl.(*BudgetAwareEvictor))
+	}
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
+	if pls[0].cache != pls[1].cache {
+		t.Fatal("two profiles on one informer factory got different budget caches")
+	}
+	if !pls[0].PreEvictionFilter(makePod("a")) {
+		t.Fatal("first profile: eviction of a refused, want allowed")
+	}
+	if pls[1].PreEvictionFilter(makePod("b")) {
+		t.Fatal("second profile: eviction of b allowed, but the first profile spent the only disruption")
+	}
+}
+
+func TestReservationNotCarriedOutIsReleased(t *testing.T) {
+	p := newPlugin(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: 100 * time.Millisecond}}, makePDB("web", 1))
+	if !p.PreEvictionFilter(makePod("a")) {
+		t.Fatal("eviction of a refused, want allowed")
+	}
+	if p.PreEvictionFilter(makePod("b")) {
+		t.Fatal("eviction of b allowed while a's reservation holds the only disruption")
+	}
+	// a is never evicted: its reservation must end and free the budget.
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return p.cache.Decide(makePod("b"), budget.OperationEvict).Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("reservation of a never-evicted pod still holds the budget: %v", err)
+	}
+	if !p.PreEvictionFilter(makePod("b")) {
+		t.Fatal("eviction of b refused after a's reservation ended")
+	}
+}
+
+func TestPreEvictionFilterFreeDisruptions(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		pdb  *policyv1.PodDisruptionBudget
+		want bool
+	}{
+		{name: "AlwaysAllow not-ready pod with budget 0", pod: makePod("a", notReady), pdb: makePDB("web", 0, policy("AlwaysAllow")), want: true},
+		{name: "IfHealthyBudget not-ready pod, app disrupted", pod: makePod("a", notReady), pdb: func() *policyv1.PodDisruptionBudget {
+			p := makePDB("web", 0, policy("IfHealthyBudget"))
+			p.Status.CurrentHealthy, p.Status.DesiredHealthy = 1, 2
+			return p
+		}(), want: false},
+		{name: "ready pod, budget 0", pod: makePod("a"), pdb: makePDB("web", 0), want: false},
+		{name: "stale status", pod: makePod("a"), pdb: func() *policyv1.PodDisruptionBudget {
+			p := makePDB("web", 1)
+			p.Generation = 2
+			return p
+		}(), want: false},
+		{name: "safe-to-evict false with budget", pod: makePod("a", annotation(budget.AnnotationSafeToEvict, "false")), pdb: makePDB("web", 3), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlugin(t, nil, Options{}, tt.pdb)
+			if got := p.PreEvictionFilter(tt.pod); got != tt.want {
+				t.Fatalf("PreEvictionFilter() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewRejectsWrongArgs(t *testing.T) {
+	client := fake.NewClientset()
+	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: informers.NewSharedInformerFactory(client, 0)}
+	if _, err := New(context.Background(), &policyv1.Eviction{}, handle); err == nil {
+		t.Fatal("New accepted args of the wrong type")
+	}
+	_, err := New(context.Background(), &BudgetAwareEvictorArgs{CacheSyncTimeoutSeconds: ptr.To[int32](0)}, handle)
+	if err == nil {
+		t.Fatal("New accepted invalid args")
+	}
+}

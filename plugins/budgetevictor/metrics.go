@@ -1,0 +1,55 @@
+package budgetevictor
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Reasons of refusals that are not budget decisions. Budget refusals use the
+// stable codes of budget.Reason.
+const (
+	// ReasonSafeToEvictFalse: the pod carries
+	// cluster-autoscaler.kubernetes.io/safe-to-evict: "false".
+	ReasonSafeToEvictFalse = "SafeToEvictFalse"
+	// ReasonCacheNotSynced: the budget cache did not sync in time, so no
+	// decision could be trusted.
+	ReasonCacheNotSynced = "CacheNotSynced"
+)
+
+const (
+	extensionFilter            = "Filter"
+	extensionPreEvictionFilter = "PreEvictionFilter"
+)
+
+var (
+	evictionsRefused = metrics.NewCounterVec(
+		&metrics.CounterOpts{
+			Namespace:      "budgetguard",
+			Subsystem:      "evictor",
+			Name:           "evictions_refused_total",
+			Help:           "Pods BudgetAwareEvictor refused to let the descheduler evict, by extension point and reason.",
+			StabilityLevel: metrics.ALPHA,
+		},
+		[]string{"extension_point", "reason"},
+	)
+	reservations = metrics.NewCounter(
+		&metrics.CounterOpts{
+			Namespace:      "budgetguard",
+			Subsystem:      "evictor",
+			Name:           "budget_reservations_total",
+			Help:           "Evictions BudgetAwareEvictor allowed that spend a disruption budget and were reserved in the ledger.",
+			StabilityLevel: metrics.ALPHA,
+		},
+	)
+	registerOnce sync.Once
+)
+
+// RegisterMetrics registers the plugin's metrics in the legacy registry the
+// descheduler serves on /metrics. It is safe to call more than once.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(evictionsRefused, reservations)
+	})
+}
