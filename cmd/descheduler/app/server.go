@@ -1,0 +1,81 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
+	deschedulerapp "sigs.k8s.io/descheduler/cmd/descheduler/app"
+	"sigs.k8s.io/descheduler/pkg/descheduler"
+	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
+
+	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
+)
+
+// SetupPlugins replaces the global registry with the stock plugins, as the
+// stock SetupPlugins does, and then adds BudgetAwareEvictor built with opts.
+func SetupPlugins(opts budgetevictor.Options) {
+	descheduler.SetupPlugins()
+	budgetevictor.Register(pluginregistry.PluginRegistry, opts)
+}
+
+// NewDeschedulerCommand returns the stock descheduler command with
+// BudgetAwareEvictor registered and strict policy checking.
+func NewDeschedulerCommand(out io.Writer) *cobra.Command {
+	cmd := deschedulerapp.NewDeschedulerCommand(out)
+	stockPreRun, stockRun := cmd.PreRunE, cmd.RunE
+	if stockPreRun == nil || stockRun == nil {
+		// The stock command changed shape; fail loudly rather than run
+		// without the plugin.
+		panic("budgetguard: the stock descheduler command has no PreRunE or RunE")
+	}
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if err := stockPreRun(c, args); err != nil {
+			return err
+		}
+		budgetevictor.Register(pluginregistry.PluginRegistry, budgetevictor.Options{Kruise: kruiseFromFlags(c)})
+		return nil
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if f := c.Flags().Lookup("policy-config-file"); f != nil && f.Value.String() != "" {
+			if err := CheckPolicyFile(f.Value.String(), pluginregistry.PluginRegistry); err != nil {
+				return err
+			}
+		}
+		return stockRun(c, args)
+	}
+	return cmd
+}
+
+// kruiseFromFlags builds the Kruise clientset and discovery client from
+// the same kubeconfig flags the descheduler reads (in-cluster otherwise).
+func kruiseFromFlags(c *cobra.Command) budgetevictor.KruiseClients {
+	return func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
+		kubeconfig := ""
+		for _, name := range []string{"client-connection-kubeconfig", "kubeconfig"} {
+			if f := c.Flags().Lookup(name); f != nil && f.Value.String() != "" {
+				kubeconfig = f.Value.String()
+				break
+			}
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("building a client config: %w", err)
+		}
+		kc, err := kruiseclientset.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("building a Kruise client: %w", err)
+		}
+		disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("building a discovery client: %w", err)
+		}
+		return kc, disc, nil
+	}
+}
+
+var errNoRegistry = errors.New("the descheduler plugin registry is not set up")
