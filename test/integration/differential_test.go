@@ -30,6 +30,9 @@ var (
 	differentialScenarios = flag.Int("differential.scenarios", 75, "number of scenarios of TestDifferentialEvictionAPI")
 )
 
+// differentialSummary is the differential test's tally, for TestMain to print.
+var differentialSummary string
+
 // minDifferentialCases is the fewest cases the differential test must compare.
 const minDifferentialCases = 300
 
@@ -166,7 +169,7 @@ func TestDifferentialEvictionAPI(t *testing.T) {
 	})
 	summary := fmt.Sprintf("differential (seed %d, %d scenarios): %d cases, %d agreements, %d re-runs after a state change; outcomes %v",
 		*differentialSeed, len(scenarios), tally.cases, tally.agree, tally.reruns, tally.byOutcome)
-	fmt.Println(summary)
+	differentialSummary = summary // printed by TestMain, where test runners show it
 	t.Log(summary)
 	if t.Failed() {
 		return

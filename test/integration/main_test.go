@@ -52,6 +52,9 @@ func run(m *testing.M) int {
 	fmt.Printf("sandbox control plane started in %s\n", time.Since(began).Round(time.Millisecond))
 
 	code := m.Run()
+	if differentialSummary != "" {
+		fmt.Println(differentialSummary)
+	}
 
 	began = time.Now()
 	if err := cp.Stop(); err != nil {
