@@ -1,0 +1,218 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/descheduler/cmd/descheduler/app/options"
+	"sigs.k8s.io/descheduler/pkg/descheduler"
+	"sigs.k8s.io/descheduler/pkg/features"
+	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
+
+	deschedulerapp "github.com/budgetguard/budgetguard/cmd/descheduler/app"
+	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
+	"github.com/budgetguard/budgetguard/sandbox"
+)
+
+// evictionCounter is an http.RoundTripper that counts what the Eviction API
+// answered the descheduler. It strips Retry-After from 429s, so client-go's
+// typed Evict does not silently retry them (it would, up to 10 times, 10 s
+// apart) and each refused eviction is counted once, as the first attempt's
+// answer.
+type evictionCounter struct {
+	next http.RoundTripper
+
+	mu       sync.Mutex
+	byStatus map[int]int
+	pods     map[int][]string
+}
+
+func (c *evictionCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/eviction") {
+		return resp, err
+	}
+	parts := strings.Split(req.URL.Path, "/")
+	pod := parts[len(parts)-2]
+	c.mu.Lock()
+	c.byStatus[resp.StatusCode]++
+	c.pods[resp.StatusCode] = append(c.pods[resp.StatusCode], pod)
+	c.mu.Unlock()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		resp.Header.Del("Retry-After")
+	}
+	return resp, nil
+}
+
+func (c *evictionCounter) count(status int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byStatus[status]
+}
+
+func (c *evictionCounter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.byStatus {
+		n += v
+	}
+	return n
+}
+
+func (c *evictionCounter) evicted() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.pods[http.StatusCreated]...)
+}
+
+func (c *evictionCounter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprint(c.byStatus)
+}
+
+var setupRegistry sync.Once
+
+// runDescheduler runs one loop of the real descheduler (its
+// RunDeschedulerStrategies, as its Run does after building clients) with
+// policy, decoded by the budgetguard binary's own LoadPolicy, against cp.
+// It returns what the Eviction API answered.
+func runDescheduler(t *testing.T, policy string, dryRun bool) *evictionCounter {
+	t.Helper()
+	setupRegistry.Do(func() {
+		deschedulerapp.SetupPlugins(budgetevictor.Options{
+			Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
+				return cp.KruiseClient, cp.Client.Discovery(), nil
+			},
+		})
+	})
+	counter := &evictionCounter{byStatus: map[int]int{}, pods: map[int][]string{}}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		counter.next = rt
+		return counter
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := deschedulerapp.LoadPolicy(path, client, pluginregistry.PluginRegistry)
+	if err != nil {
+		t.Fatalf("load policy: %v", err)
+	}
+	rs, err := options.NewDeschedulerServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Client, rs.EventClient = client, client
+	rs.DefaultFeatureGates = features.DefaultMutableFeatureGate
+	rs.DryRun = dryRun
+	rs.DeschedulingInterval = 0
+	rs.DisableMetrics = true
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	if err := descheduler.RunDeschedulerStrategies(ctx, rs, p, "policy/v1"); err != nil {
+		t.Fatalf("descheduler: %v", err)
+	}
+	t.Logf("descheduler (dryRun=%v): Eviction API answers by status: %s, evicted %v", dryRun, counter, counter.evicted())
+	return counter
+}
+
+// evictorLabelNodes labels nodes with the namespace, so a policy's nodeSelector
+// keeps the descheduler to this test's nodes.
+func evictorLabelNodes(t *testing.T, ns string, nodes ...*corev1.Node) string {
+	t.Helper()
+	ctx := testContext(t)
+	for _, n := range nodes {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"budgetguard.io/test":%q}}}`, ns)
+		if _, err := cp.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return "budgetguard.io/test=" + ns
+}
+
+// evictorPDB creates a PDB over app=name with maxUnavailable and policy (may be "").
+func evictorPDB(t *testing.T, ns, name string, maxUnavailable int32, policy string) {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		},
+	}
+	if policy != "" {
+		pdb.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.UnhealthyPodEvictionPolicyType(policy))
+	}
+	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(testContext(t), pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pdb: %v", err)
+	}
+}
+
+// evictorNeverReadyReplacements makes the pods the ReplicaSet creates from now on
+// Running but never Ready; its existing pods are not touched.
+func evictorNeverReadyReplacements(t *testing.T, ns, name string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, sandbox.ReadinessAnnotation, sandbox.ReadinessNever)
+	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Patch(testContext(t), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch ReplicaSet %s/%s: %v", ns, name, err)
+	}
+}
+
+// highUtilizationPolicy is a policy whose only strategy is
+// HighNodeUtilization (CPU threshold 20%) on the nodes nodeSelector selects,
+// evicting in ns only; budgetAware adds BudgetAwareEvictor.
+func highUtilizationPolicy(ns, nodeSelector string, budgetAware bool) string {
+	evictors := "[DefaultEvictor]"
+	extra := ""
+	if budgetAware {
+		evictors = "[DefaultEvictor, BudgetAwareEvictor]"
+		extra = "  - name: BudgetAwareEvictor\n"
+	}
+	return fmt.Sprintf(`apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: %q
+profiles:
+- name: test
+  pluginConfig:
+  - name: DefaultEvictor
+    args:
+      namespaceLabelSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: %q
+%s  - name: HighNodeUtilization
+    args:
+      thresholds:
+        cpu: 20
+  plugins:
+    filter:
+      enabled: %s
+    preevictionfilter:
+      enabled: %s
+    balance:
+      enabled: [HighNodeUtilization]
+`, nodeSelector, ns, extra, evictors, evictors)
+}
