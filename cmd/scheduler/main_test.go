@@ -58,7 +58,7 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("--help: exit code %d, output without --config:\n%s", code, out)
 	}
 	out, code = run(t, "--version")
-	if code != 0 || !strings.HasPrefix(out, "Kubernetes ") {
+	if code != 0 || !strings.Contains(out, "Kubernetes v") {
 		t.Errorf("--version: exit code %d, output %q", code, out)
 	}
 }

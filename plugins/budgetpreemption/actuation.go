@@ -53,20 +53,24 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 	pl.mu.Unlock()
 
 	cr.once.Do(func() {
-		override := pl.overrides(preemptor)
+		// In Strict mode every victim must be allowed, together, now. In
+		// BestEffort mode (and for overriding preemptors) the allowed victims
+		// are reserved and the others are left to the API server: an
+		// eviction it refuses aborts the attempt, a delete breaks the budget.
+		strict := pl.strict(preemptor)
 		plan := pl.budgets.NewPlan(pl.operation(preemptor))
 		for _, victim := range c.Victims().Pods {
 			if victim.DeletionTimestamp != nil {
 				continue
 			}
-			if d := plan.Add(victim); !d.Allowed && !override {
+			if d := plan.Add(victim); !d.Allowed && strict {
 				cr.err = &budget.DeniedError{Pod: victim, Decision: d}
 				return
 			}
 		}
 		cr.r, cr.err = plan.Reserve()
-		if cr.err != nil && override {
-			klog.FromContext(ctx).V(2).Info("Preemptor overrides disruption budgets", "preemptor", klog.KObj(preemptor), "err", cr.err)
+		if cr.err != nil && !strict {
+			klog.FromContext(ctx).V(2).Info("Victims are not all within their budgets; going ahead without a reservation", "preemptor", klog.KObj(preemptor), "err", cr.err)
 			cr.err = nil
 		}
 	})
@@ -78,9 +82,14 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 // cancels the victim's reservation when that fails.
 func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error {
 	logger := klog.FromContext(ctx)
-	preemptorPod, _ := preemptor.Obj().(*v1.Pod)
-	if preemptorPod == nil {
-		return fmt.Errorf("%s: preemptor %s is a %s, not a pod", Name, klog.KObj(preemptor), preemptor.Type())
+	// A pod preemptor's Obj is a wrapper; Pods holds the pod itself.
+	pods := preemptor.Pods()
+	if len(pods) != 1 {
+		return fmt.Errorf("%s: preemptor %s is a %s of %d pods; only single pods are supported", Name, klog.KObj(preemptor), preemptor.Type(), len(pods))
+	}
+	var preemptorPod *v1.Pod
+	for _, p := range pods {
+		preemptorPod = p
 	}
 	cr := pl.reserve(ctx, c, preemptorPod)
 	if cr.err != nil {
@@ -133,7 +142,9 @@ func (pl *BudgetAwarePreemption) evict(ctx context.Context, c preemption.Candida
 			Preconditions: &metav1.Preconditions{UID: &victim.UID},
 		},
 	}
-	err := pl.fh.ClientSet().PolicyV1().RESTClient().Post().
+	// The subresource is served under /api/v1, not under the policy/v1
+	// client's /apis/policy/v1 (which answers 404).
+	err := pl.fh.ClientSet().PolicyV1().RESTClient().Post().AbsPath("/api/v1").
 		Namespace(victim.Namespace).Resource("pods").Name(victim.Name).SubResource("eviction").
 		MaxRetries(0).Body(ev).Do(ctx).Error()
 	if apierrors.IsNotFound(err) {

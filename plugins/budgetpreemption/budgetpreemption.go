@@ -35,6 +35,9 @@ const Name = "BudgetAwarePreemption"
 // SelectVictimsOnNode).
 const deniedWeight = 1 << 20
 
+// syncWait bounds how long PostFilter waits for the budget cache to sync.
+const syncWait = 5 * time.Second
+
 // BudgetAwarePreemption is a PostFilter plugin: upstream preemption whose
 // victims are chosen and reserved with the shared budget cache.
 type BudgetAwarePreemption struct {
@@ -165,7 +168,13 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+Name+" does not preempt for pod groups")
 	}
 	if !pl.budgets.HasSynced() {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the budget cache has not synced yet")
+		// Only right after start: wait a little, then let the pod retry.
+		wctx, cancel := context.WithTimeout(ctx, syncWait)
+		synced := pl.budgets.WaitForCacheSync(wctx)
+		cancel()
+		if !synced {
+			return nil, fwk.AsStatus(fmt.Errorf("preemption: the budget cache has not synced yet"))
+		}
 	}
 	rec := &blockRecorder{}
 	state.Write(blockKey, rec)
