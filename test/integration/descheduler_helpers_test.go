@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -16,11 +17,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/descheduler/cmd/descheduler/app/options"
+	deschedulermetrics "sigs.k8s.io/descheduler/metrics"
 	"sigs.k8s.io/descheduler/pkg/descheduler"
 	"sigs.k8s.io/descheduler/pkg/features"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
@@ -96,6 +100,15 @@ var setupRegistry sync.Once
 // It returns what the Eviction API answered.
 func runDescheduler(t *testing.T, policy string, dryRun bool) *evictionCounter {
 	t.Helper()
+	return runDeschedulerUntil(t, policy, dryRun, nil)
+}
+
+// runDeschedulerUntil is runDescheduler, but when until is set it runs
+// loops every 2 s until until returns true after a loop (at most 30 s). The
+// dry-run needs it: its fake cluster is filled from the real informers
+// asynchronously, and the first loop may see it still empty.
+func runDeschedulerUntil(t *testing.T, policy string, dryRun bool, until func() bool) *evictionCounter {
+	t.Helper()
 	setupRegistry.Do(func() {
 		deschedulerapp.SetupPlugins(budgetevictor.Options{
 			Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
@@ -130,9 +143,18 @@ func runDescheduler(t *testing.T, policy string, dryRun bool) *evictionCounter {
 	rs.DefaultFeatureGates = features.DefaultMutableFeatureGate
 	rs.DryRun = dryRun
 	rs.DeschedulingInterval = 0
-	rs.DisableMetrics = true
+	deschedulermetrics.Register()
 	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
+	if until != nil {
+		rs.DeschedulingInterval = 2 * time.Second
+		go func() {
+			defer cancel()
+			_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				return until(), nil
+			})
+		}()
+	}
 	if err := descheduler.RunDeschedulerStrategies(ctx, rs, p, "policy/v1"); err != nil {
 		t.Fatalf("descheduler: %v", err)
 	}
@@ -215,4 +237,18 @@ profiles:
     balance:
       enabled: [HighNodeUtilization]
 `, nodeSelector, ns, extra, evictors, evictors)
+}
+
+// deschedulerEvicted is what the descheduler's own pods_evicted_total metric
+// counts as successful evictions in ns on node by strategy, in dry-run or
+// not: in dry-run it is the descheduler's prediction.
+func deschedulerEvicted(t *testing.T, strategy, ns, node string) int {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(deschedulermetrics.PodsEvictedTotal.With(map[string]string{
+		"result": "success", "strategy": strategy, "profile": "test", "namespace": ns, "node": node,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(v)
 }

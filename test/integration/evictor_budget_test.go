@@ -16,6 +16,15 @@ import (
 // web pods. A PDB with maxUnavailable 1 allows 1.
 func setupUnderutilized(t *testing.T) (ns, nodeSelector string) {
 	t.Helper()
+	ns, nodeSelector, _ = setupUnderutilizedWith(t, nil, 1)
+	return ns, nodeSelector
+}
+
+// setupUnderutilizedWith is setupUnderutilized with annotations on the web
+// pods and a PDB with maxUnavailable pdbMax (none if negative); it returns
+// node A's name too.
+func setupUnderutilizedWith(t *testing.T, annotations map[string]string, pdbMax int32) (ns, nodeSelector, nodeA string) {
+	t.Helper()
 	ns = newNamespace(t)
 	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceMemory: resource.MustParse("16Gi")}
 	a, b := createNode(t, ns, capacity), createNode(t, ns, capacity)
@@ -28,17 +37,19 @@ func setupUnderutilized(t *testing.T) (ns, nodeSelector string) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createReplicaSet(t, ns, "web", a.Name, 3, nil)
-	evictorPDB(t, ns, "web", 1, "")
+	createReplicaSet(t, ns, "web", a.Name, 3, annotations)
 	waitForReadyPods(t, ns, map[string]string{"app": "web"}, 3)
-	waitFor(t, defaultWait, "pdb web allows 1 disruption", pdbStatusIs(ns, "web", policyv1.PodDisruptionBudgetStatus{
-		CurrentHealthy: 3, DesiredHealthy: 2, DisruptionsAllowed: 1, ExpectedPods: 3,
-	}))
+	if pdbMax >= 0 {
+		evictorPDB(t, ns, "web", pdbMax, "")
+		waitFor(t, defaultWait, "pdb web is up to date", pdbStatusIs(ns, "web", policyv1.PodDisruptionBudgetStatus{
+			CurrentHealthy: 3, DesiredHealthy: 3 - pdbMax, DisruptionsAllowed: pdbMax, ExpectedPods: 3,
+		}))
+	}
 	// The simulated kubelet makes a replacement Ready at once, which would
 	// refill the budget between two evictions of one loop; on a real node a
 	// replacement takes a while. Keep replacements unready.
 	evictorNeverReadyReplacements(t, ns, "web")
-	return ns, nodeSelector
+	return ns, nodeSelector, a.Name
 }
 
 func TestEvictorHighNodeUtilizationSpendsBudgetOnce(t *testing.T) {

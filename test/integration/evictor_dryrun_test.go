@@ -1,0 +1,48 @@
+package integration
+
+import (
+	"testing"
+)
+
+// The descheduler's dry-run with BudgetAwareEvictor predicts the evictions
+// the real run then performs: the ledger makes the prediction cumulative,
+// as the API server's budget check is. DefaultEvictor's dry-run alone
+// predicts every eviction the strategy wants.
+func TestDeschedulerDryRunPredictsRealRun(t *testing.T) {
+	ns, sel, nodeA := setupUnderutilizedWith(t, nil, 1)
+	const strategy = "HighNodeUtilization"
+
+	before := deschedulerEvicted(t, strategy, ns, nodeA)
+	dry := runDeschedulerUntil(t, highUtilizationPolicy(ns, sel, true), true, func() bool {
+		return deschedulerEvicted(t, strategy, ns, nodeA) > before
+	})
+	predicted := deschedulerEvicted(t, strategy, ns, nodeA) - before
+	if n := dry.total(); n != 0 {
+		t.Fatalf("dry-run sent %d eviction requests to the API server (answers: %s)", n, dry)
+	}
+
+	before = deschedulerEvicted(t, strategy, ns, nodeA)
+	real := runDescheduler(t, highUtilizationPolicy(ns, sel, true), false)
+	performed := deschedulerEvicted(t, strategy, ns, nodeA) - before
+	t.Logf("dry-run predicted %d evictions, the real run performed %d (API answers %s)", predicted, performed, real)
+	if predicted != 1 || performed != 1 || real.count(201) != 1 {
+		t.Errorf("dry-run predicted %d evictions, the real run performed %d (API: %s); want 1 and 1", predicted, performed, real)
+	}
+}
+
+func TestDeschedulerDryRunReferenceOverpredicts(t *testing.T) {
+	ns, sel, nodeA := setupUnderutilizedWith(t, nil, 1)
+	const strategy = "HighNodeUtilization"
+	before := deschedulerEvicted(t, strategy, ns, nodeA)
+	runDeschedulerUntil(t, highUtilizationPolicy(ns, sel, false), true, func() bool {
+		return deschedulerEvicted(t, strategy, ns, nodeA) > before
+	})
+	// The fake cluster of the dry-run may be partly filled in the loop
+	// that evicts, so all we can say is that it predicts more than the one
+	// eviction the budget allows.
+	if predicted := deschedulerEvicted(t, strategy, ns, nodeA) - before; predicted < 2 {
+		t.Errorf("DefaultEvictor's dry-run predicted %d evictions, want more than the 1 the budget allows", predicted)
+	} else {
+		t.Logf("DefaultEvictor's dry-run predicted %d evictions; the budget allows 1", predicted)
+	}
+}
