@@ -44,7 +44,7 @@ type env struct {
 	snapshot *internalcache.Snapshot
 }
 
-func newEnv(t *testing.T, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pods []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget) *env {
+func newEnv(t testing.TB, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pods []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget) *env {
 	t.Helper()
 	logger, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
