@@ -52,6 +52,12 @@ type BudgetAwareEvictor struct {
 	args        *BudgetAwareEvictorArgs
 	cache       *budget.Cache
 	syncTimeout time.Duration
+
+	// syncDeadline is when waiting for the cache stops: syncTimeout after
+	// the first extension point call, so a cache that never syncs (say,
+	// a forbidden list) delays one call, not every pod of every loop.
+	syncOnce     sync.Once
+	syncDeadline time.Time
 }
 
 // shared caches are keyed by informer factory, so every profile of one
@@ -190,12 +196,14 @@ func (p *BudgetAwareEvictor) autoscalerRefuses(pod *v1.Pod) (string, bool) {
 	return "", false
 }
 
-// synced waits, up to the configured timeout, for the budget cache.
+// synced waits for the budget cache, until syncTimeout after the first
+// call at the latest.
 func (p *BudgetAwareEvictor) synced() bool {
 	if p.cache.HasSynced() {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, p.syncTimeout)
+	p.syncOnce.Do(func() { p.syncDeadline = time.Now().Add(p.syncTimeout) })
+	ctx, cancel := context.WithDeadline(p.ctx, p.syncDeadline)
 	defer cancel()
 	return p.cache.WaitForCacheSync(ctx)
 }

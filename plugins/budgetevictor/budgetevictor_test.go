@@ -309,3 +309,27 @@ func TestNewRejectsWrongArgs(t *testing.T) {
 		t.Fatal("New accepted invalid args")
 	}
 }
+
+func TestUnsyncedCacheRefuses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	// The factory is never started, so the cache never syncs.
+	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: informers.NewSharedInformerFactory(client, 0)}
+	pl, err := New(ctx, &BudgetAwareEvictorArgs{CacheSyncTimeoutSeconds: ptr.To[int32](1)}, handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pl.(*BudgetAwareEvictor)
+	before := counter(t, extensionFilter, ReasonCacheNotSynced) + counter(t, extensionPreEvictionFilter, ReasonCacheNotSynced)
+	if p.Filter(makePod("a")) {
+		t.Error("Filter allowed a pod without a synced budget cache")
+	}
+	if p.PreEvictionFilter(makePod("a")) {
+		t.Error("PreEvictionFilter allowed a pod without a synced budget cache")
+	}
+	after := counter(t, extensionFilter, ReasonCacheNotSynced) + counter(t, extensionPreEvictionFilter, ReasonCacheNotSynced)
+	if after-before != 2 {
+		t.Errorf("CacheNotSynced refusals grew by %v, want 2", after-before)
+	}
+}
