@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,9 +46,32 @@ type evictionCounter struct {
 	mu       sync.Mutex
 	byStatus map[int]int
 	pods     map[int][]string
+	// failNext eviction requests are answered 500 here, as if the API
+	// server had failed them, without reaching it; injected counts them.
+	failNext, injected int
 }
 
 func (c *evictionCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/eviction") {
+		c.mu.Lock()
+		fail := c.failNext > 0
+		if fail {
+			c.failNext--
+			c.injected++
+		}
+		c.mu.Unlock()
+		if fail {
+			body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected failure","reason":"InternalError","code":500}`
+			return &http.Response{
+				StatusCode: http.StatusInternalServerError,
+				Status:     "500 Internal Server Error",
+				Header:     http.Header{"Content-Type": []string{"application/json"}},
+				Body:       io.NopCloser(strings.NewReader(body)),
+				Request:    req,
+				ProtoMajor: 1, ProtoMinor: 1,
+			}, nil
+		}
+	}
 	resp, err := c.next.RoundTrip(req)
 	if err != nil || req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/eviction") {
 		return resp, err
@@ -104,10 +128,18 @@ func runDescheduler(t *testing.T, policy string, dryRun bool) *evictionCounter {
 }
 
 // runDeschedulerUntil is runDescheduler, but when until is set it runs
-// loops every 2 s until until returns true after a loop (at most 30 s). The
+// loops every 2 s until until returns true (at most 30 s), and returns
+// after the loop that runs then. The
 // dry-run needs it: its fake cluster is filled from the real informers
 // asynchronously, and the first loop may see it still empty.
-func runDeschedulerUntil(t *testing.T, policy string, dryRun bool, until func() bool) *evictionCounter {
+func runDeschedulerUntil(t *testing.T, policy string, dryRun bool, until func(*evictionCounter) bool) *evictionCounter {
+	t.Helper()
+	return runDeschedulerWith(t, policy, dryRun, until, 0)
+}
+
+// runDeschedulerWith is runDeschedulerUntil whose first failFirst eviction
+// requests fail with a 500 before they reach the API server.
+func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*evictionCounter) bool, failFirst int) *evictionCounter {
 	t.Helper()
 	setupRegistry.Do(func() {
 		deschedulerapp.SetupPlugins(budgetevictor.Options{
@@ -116,7 +148,7 @@ func runDeschedulerUntil(t *testing.T, policy string, dryRun bool, until func() 
 			},
 		})
 	})
-	counter := &evictionCounter{byStatus: map[int]int{}, pods: map[int][]string{}}
+	counter := &evictionCounter{byStatus: map[int]int{}, pods: map[int][]string{}, failNext: failFirst}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 1000, 1000
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -151,7 +183,7 @@ func runDeschedulerUntil(t *testing.T, policy string, dryRun bool, until func() 
 		go func() {
 			defer cancel()
 			_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-				return until(), nil
+				return until(counter), nil
 			})
 		}()
 	}

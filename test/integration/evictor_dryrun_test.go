@@ -13,7 +13,7 @@ func TestDeschedulerDryRunPredictsRealRun(t *testing.T) {
 	const strategy = "HighNodeUtilization"
 
 	before := deschedulerEvicted(t, strategy, ns, nodeA)
-	dry := runDeschedulerUntil(t, highUtilizationPolicy(ns, sel, true), true, func() bool {
+	dry := runDeschedulerUntil(t, highUtilizationPolicy(ns, sel, true), true, func(*evictionCounter) bool {
 		return deschedulerEvicted(t, strategy, ns, nodeA) > before
 	})
 	predicted := deschedulerEvicted(t, strategy, ns, nodeA) - before
@@ -34,7 +34,7 @@ func TestDeschedulerDryRunReferenceOverpredicts(t *testing.T) {
 	ns, sel, nodeA := setupUnderutilizedWith(t, nil, 1)
 	const strategy = "HighNodeUtilization"
 	before := deschedulerEvicted(t, strategy, ns, nodeA)
-	runDeschedulerUntil(t, highUtilizationPolicy(ns, sel, false), true, func() bool {
+	runDeschedulerUntil(t, highUtilizationPolicy(ns, sel, false), true, func(*evictionCounter) bool {
 		return deschedulerEvicted(t, strategy, ns, nodeA) > before
 	})
 	// The fake cluster of the dry-run may be partly filled in the loop
