@@ -161,9 +161,20 @@ func readyNode(t *testing.T, ns string) string {
 // pods' UIDs.
 func workload(t *testing.T, ns, name, node, pc string, n int32) map[types.UID]string {
 	t.Helper()
+	return workloadWith(t, ns, name, node, pc, n, true)
+}
+
+// workloadWith is workload whose pods are Running but never Ready unless
+// ready is true.
+func workloadWith(t *testing.T, ns, name, node, pc string, n int32, ready bool) map[types.UID]string {
+	t.Helper()
 	ctx := testContext(t)
 	lbls := map[string]string{"app": name}
-	tmpl := podTemplate(node, lbls, nil)
+	var annotations map[string]string
+	if !ready {
+		annotations = map[string]string{sandbox.ReadinessAnnotation: sandbox.ReadinessNever}
+	}
+	tmpl := podTemplate(node, lbls, annotations)
 	tmpl.Spec.PriorityClassName = pc
 	tmpl.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
 	_, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
@@ -177,7 +188,25 @@ func workload(t *testing.T, ns, name, node, pc string, n int32) map[types.UID]st
 	if err != nil {
 		t.Fatalf("create ReplicaSet %s/%s: %v", ns, name, err)
 	}
-	pods := waitForReadyPods(t, ns, lbls, int(n))
+	var pods []corev1.Pod
+	if ready {
+		pods = waitForReadyPods(t, ns, lbls, int(n))
+	} else {
+		waitFor(t, defaultWait, fmt.Sprintf("%d Running pods of %s", n, name), func(ctx context.Context) (bool, error) {
+			list, err := listPods(ctx, ns, lbls)
+			if err != nil {
+				return false, err
+			}
+			pods = list
+			running := 0
+			for _, p := range list {
+				if p.Status.Phase == corev1.PodRunning {
+					running++
+				}
+			}
+			return running == int(n) && len(list) == int(n), fmt.Errorf("%d pods, %d Running", len(list), running)
+		})
+	}
 	uids := map[types.UID]string{}
 	for _, p := range pods {
 		uids[p.UID] = p.Name

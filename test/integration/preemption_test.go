@@ -112,6 +112,38 @@ func TestPreemptionPrefersNodeWithUnprotectedVictims(t *testing.T) {
 	holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
 }
 
+// TestPreemptionPrefersUnhealthyVictimsUnderAlwaysAllow: a node whose
+// victims are unhealthy pods under a PDB with unhealthyPodEvictionPolicy
+// AlwaysAllow (which spend nothing, although the PDB allows no disruption)
+// is chosen over a node whose victims would spend a budget.
+func TestPreemptionPrefersUnhealthyVictimsUnderAlwaysAllow(t *testing.T) {
+	ns := newNamespace(t)
+	low, high, _ := priorityClasses(t, ns)
+	protected, web := anchor(t, ns, low)
+	sickNode := readyNode(t, ns)
+	sick := workloadWith(t, ns, "sick", sickNode, low, 4, false)
+	_, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(testContext(t), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "sick"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable:             ptr.To(intstr.FromInt32(0)),
+			Selector:                   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sick"}},
+			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create PDB: %v", err)
+	}
+	waitFor(t, defaultWait, "PDB sick at 0 healthy, 4 desired, 0 allowed", pdbStatusIs(ns, "sick", policyv1.PodDisruptionBudgetStatus{
+		CurrentHealthy: 0, DesiredHealthy: 4, DisruptionsAllowed: 0, ExpectedPods: 4,
+	}))
+	sched := startScheduler(t, ns, "{}")
+
+	createPreemptor(t, ns, "preemptor", sched, high, "1", protected, sickNode)
+	waitFor(t, defaultWait, "the preemptor bound to the node of the unhealthy pods", boundTo(ns, "preemptor", sickNode))
+	waitFor(t, defaultWait, "one unhealthy pod evicted", goneExactly(ns, sick, 1))
+	holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
+}
+
 // TestPreemptionPUBProtectedVictimsNeverChosen: pods protected by an
 // OpenKruise PodUnavailableBudget that allows nothing are never victims,
 // although no PDB covers them and nothing in the API server would stop a
