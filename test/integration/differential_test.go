@@ -394,12 +394,14 @@ func runDiffCase(t *testing.T, cache *budget.Cache, ns, name string, dryRun bool
 			tally.mu.Unlock()
 			time.Sleep(200 * time.Millisecond)
 		}
-		before, err := readLive(ctx, ns, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The Cache must have observed exactly these PDB versions.
-		waitFor(t, defaultWait, "the budget cache to observe the live PDBs", func(context.Context) (bool, error) {
+		// Read the live state until the Cache has observed exactly its PDB
+		// versions: a PDB may move on after the read, so re-read, not wait.
+		var before liveState
+		waitFor(t, defaultWait, "the budget cache to observe the live PDBs", func(ctx context.Context) (bool, error) {
+			var err error
+			if before, err = readLive(ctx, ns, name); err != nil {
+				return false, err
+			}
 			for _, p := range before.pdbs {
 				if v, _ := cache.ObservedResourceVersion(budget.KindPDB, ns, p.Name); v != p.ResourceVersion {
 					return false, fmt.Errorf("%s: cache has %q, API server %q", p.Name, v, p.ResourceVersion)
