@@ -1,0 +1,3 @@
+// Package report renders what a sandbox run saw, as a table for people and
+// as JSON for programs (docs/report.md documents the schema).
+package report
