@@ -52,6 +52,10 @@ type BudgetAwareEvictor struct {
 	args        *BudgetAwareEvictorArgs
 	cache       *budget.Cache
 	syncTimeout time.Duration
+	// gated: the eviction gate sits on the client the descheduler evicts
+	// with, so the budget is reserved at the eviction request and
+	// PreEvictionFilter only decides. Otherwise PreEvictionFilter reserves.
+	gated bool
 
 	// syncDeadline is when waiting for the cache stops: syncTimeout after
 	// the first extension point call, so a cache that never syncs (say,
@@ -64,8 +68,15 @@ type BudgetAwareEvictor struct {
 // descheduler shares one ledger and one set of informer handlers.
 var (
 	sharedMu     sync.Mutex
-	sharedCaches = map[informers.SharedInformerFactory]*budget.Cache{}
+	sharedCaches = map[informers.SharedInformerFactory]*shared{}
 )
+
+// shared is what the profiles of one descheduler share: the budget cache and
+// whether the eviction gate is on its client.
+type shared struct {
+	cache *budget.Cache
+	gated bool
+}
 
 // New builds the plugin with PDB support only. Binaries that can reach the
 // PodUnavailableBudget API use NewBuilder.
@@ -85,7 +96,7 @@ func NewBuilder(opts Options) pluginregistry.PluginBuilder {
 		if err := ValidateArgs(a); err != nil {
 			return nil, fmt.Errorf("%s: %w", PluginName, err)
 		}
-		c, err := cacheFor(ctx, handle.SharedInformerFactory(), opts)
+		sh, err := sharedFor(ctx, handle, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -93,23 +104,27 @@ func NewBuilder(opts Options) pluginregistry.PluginBuilder {
 		return &BudgetAwareEvictor{
 			ctx:         ctx,
 			args:        a,
-			cache:       c,
+			cache:       sh.cache,
+			gated:       sh.gated,
 			syncTimeout: time.Duration(*a.CacheSyncTimeoutSeconds) * time.Second,
 		}, nil
 	}
 }
 
-// cacheFor returns the budget cache of factory, creating it on first use.
-// The descheduler builds plugins before it starts its factory, so the cache
-// only registers its informers here; the Kruise factory is ours to start.
-func cacheFor(ctx context.Context, factory informers.SharedInformerFactory, opts Options) (*budget.Cache, error) {
+// sharedFor returns the budget cache of the handle's factory, creating it
+// and putting the eviction gate on the handle's client on first use. The
+// descheduler builds plugins before it starts its factory and before it
+// evicts, so the cache only registers its informers here and nothing uses
+// the client yet; the Kruise factory is ours to start.
+func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) (*shared, error) {
+	factory := handle.SharedInformerFactory()
 	if factory == nil {
 		return nil, fmt.Errorf("%s: the handle has no shared informer factory", PluginName)
 	}
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	if c, ok := sharedCaches[factory]; ok {
-		return c, nil
+	if sh, ok := sharedCaches[factory]; ok {
+		return sh, nil
 	}
 	logger := klog.FromContext(ctx).WithValues("plugin", PluginName)
 	bopts := budget.Options{Ledger: opts.Ledger}
@@ -130,17 +145,22 @@ func cacheFor(ctx context.Context, factory informers.SharedInformerFactory, opts
 	if kf != nil {
 		kf.Start(ctx.Done())
 	}
-	sharedCaches[factory] = c
+	gate := &evictionGate{cache: c, pods: factory.Core().V1().Pods().Lister(), logger: logger}
+	sh := &shared{cache: c, gated: gate.install(handle.ClientSet())}
+	if !sh.gated {
+		logger.Info("The descheduler's client cannot carry the eviction gate; PreEvictionFilter reserves budgets instead, which under listing strategies such as RemoveDuplicates may evict fewer pods than the budgets allow", "client", fmt.Sprintf("%T", handle.ClientSet()))
+	}
+	sharedCaches[factory] = sh
 	go c.Run(ctx, time.Minute)
 	go func() {
 		<-ctx.Done()
 		sharedMu.Lock()
 		defer sharedMu.Unlock()
-		if sharedCaches[factory] == c {
+		if sharedCaches[factory] == sh {
 			delete(sharedCaches, factory)
 		}
 	}()
-	return c, nil
+	return sh, nil
 }
 
 // Name returns the plugin name.
@@ -166,17 +186,29 @@ func (p *BudgetAwareEvictor) Filter(pod *v1.Pod) bool {
 	return true
 }
 
-// PreEvictionFilter takes a live decision right before the eviction and,
-// when the eviction spends a budget, reserves it in the ledger, so the next
-// pods of the loop see the reduced budget. The descheduler does not report
-// whether the eviction then succeeded: a reservation whose pod is still
-// there and not terminating ends after the ledger's ReservationTTL.
+// PreEvictionFilter takes a live decision, which counts the evictions
+// already reserved, so a strategy that asks right before each eviction (the
+// node-utilization ones) picks other pods instead of collecting 429s.
+//
+// With the eviction gate on the descheduler's client (the normal case), the
+// budget is reserved by the gate at the eviction request, so strategies that
+// ask while listing candidates (RemoveDuplicates and others) spend nothing
+// on the pods they keep. Without the gate, PreEvictionFilter reserves; the
+// descheduler does not report whether the eviction then happened, so a
+// reservation whose pod is still there ends after the ledger's
+// ReservationTTL.
 func (p *BudgetAwareEvictor) PreEvictionFilter(pod *v1.Pod) bool {
 	if reason, ok := p.autoscalerRefuses(pod); ok {
 		return p.refuse(extensionPreEvictionFilter, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
 	}
 	if !p.synced() {
 		return p.refuse(extensionPreEvictionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
+	}
+	if p.gated {
+		if d := p.cache.Decide(pod, budget.OperationEvict); !d.Allowed {
+			return p.refuse(extensionPreEvictionFilter, pod, string(d.Reason()), d.Message())
+		}
+		return true
 	}
 	d, r := p.cache.Reserve(pod, budget.OperationEvict)
 	if !d.Allowed {

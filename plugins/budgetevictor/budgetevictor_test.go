@@ -2,9 +2,7 @@ package budgetevictor
 
 import (
 	"context"
-	"fmt"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -12,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
@@ -94,11 +92,23 @@ func policy(pol string) pdbOpt {
 // client holding objs, and starts the informers.
 func newPlugin(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, objs ...runtime.Object) *BudgetAwareEvictor {
 	t.Helper()
+	p, _ := newPluginWith(t, args, opts, nil, objs...)
+	return p
+}
+
+// newPluginWith is newPlugin whose handle hands out evictClient (the client
+// the descheduler would evict with) instead of the fake, when it is set. It
+// also returns the fake that feeds the informers.
+func newPluginWith(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, evictClient kubernetes.Interface, objs ...runtime.Object) (*BudgetAwareEvictor, *fake.Clientset) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: factory}
+	if evictClient != nil {
+		handle.ClientsetImpl = evictClient
+	}
 	if args == nil {
 		args = &BudgetAwareEvictorArgs{}
 	}
@@ -115,7 +125,7 @@ func newPlugin(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, objs ..
 	if !p.cache.WaitForCacheSync(ctx) {
 		t.Fatal("budget cache did not sync")
 	}
-	return p
+	return p, client
 }
 
 func TestFilter(t *testing.T) {
@@ -196,75 +206,6 @@ func counter(t *testing.T, point, reason string) float64 {
 		t.Fatal(err)
 	}
 	return v
-}
-
-func TestPreEvictionFilterReservesCumulatively(t *testing.T) {
-	pods := []*v1.Pod{makePod("a"), makePod("b"), makePod("c")}
-	p := newPlugin(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}}, makePDB("web", 1))
-	before := counter(t, extensionPreEvictionFilter, string(budget.ReasonInsufficientBudget))
-	var got []bool
-	for _, pod := range pods {
-		got = append(got, p.PreEvictionFilter(pod))
-	}
-	if want := fmt.Sprint([]bool{true, false, false}); fmt.Sprint(got) != want {
-		t.Fatalf("PreEvictionFilter over a, b, c = %v, want %v", got, want)
-	}
-	if n := counter(t, extensionPreEvictionFilter, string(budget.ReasonInsufficientBudget)) - before; n != 2 {
-		t.Errorf("InsufficientBudget refusals grew by %v, want 2", n)
-	}
-	if p.cache.InFlight() != 1 {
-		t.Errorf("ledger holds %d reservations, want 1", p.cache.InFlight())
-	}
-}
-
-func TestPreEvictionFilterSharesLedgerAcrossProfiles(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	client := fake.NewClientset(makePDB("web", 1))
-	factory := informers.NewSharedInformerFactory(client, 0)
-	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: factory}
-	var pls []*BudgetAwareEvictor
-	for range 2 {
-		pl, err := NewBuilder(Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}})(ctx, &BudgetAwareEvictorArgs{}, handle)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pls = append(pls, pl.(*BudgetAwareEvictor))
-	}
-	factory.Start(ctx.Done())
-	defer func() {
-		cancel()
-		factory.Shutdown()
-	}()
-	if pls[0].cache != pls[1].cache {
-		t.Fatal("two profiles on one informer factory got different budget caches")
-	}
-	if !pls[0].PreEvictionFilter(makePod("a")) {
-		t.Fatal("first profile: eviction of a refused, want allowed")
-	}
-	if pls[1].PreEvictionFilter(makePod("b")) {
-		t.Fatal("second profile: eviction of b allowed, but the first profile spent the only disruption")
-	}
-}
-
-func TestReservationNotCarriedOutIsReleased(t *testing.T) {
-	p := newPlugin(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: 100 * time.Millisecond}}, makePDB("web", 1))
-	if !p.PreEvictionFilter(makePod("a")) {
-		t.Fatal("eviction of a refused, want allowed")
-	}
-	if p.PreEvictionFilter(makePod("b")) {
-		t.Fatal("eviction of b allowed while a's reservation holds the only disruption")
-	}
-	// a is never evicted: its reservation must end and free the budget.
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return p.cache.Decide(makePod("b"), budget.OperationEvict).Allowed, nil
-	})
-	if err != nil {
-		t.Fatalf("reservation of a never-evicted pod still holds the budget: %v", err)
-	}
-	if !p.PreEvictionFilter(makePod("b")) {
-		t.Fatal("eviction of b refused after a's reservation ended")
-	}
 }
 
 func TestPreEvictionFilterFreeDisruptions(t *testing.T) {

@@ -1,22 +1,27 @@
 // Package budgetevictor is the descheduler evictor plugin "BudgetAwareEvictor".
 //
-// It asks budgetguard's budget cache (plugins/budget) before the descheduler
-// calls the Eviction API: Filter drops pods that can never be evicted (several
-// PDBs, an unknown unhealthy-pod eviction policy, cluster-autoscaler's
-// safe-to-evict "false"), and PreEvictionFilter reserves the budget an
-// eviction spends, so later pods of the same loop see the reduced budget and
-// the strategy picks other pods instead of collecting 429s.
+// It asks budgetguard's budget cache (plugins/budget) before an eviction
+// reaches the API server: Filter drops pods that can never be evicted
+// (several PDBs, an unknown unhealthy-pod eviction policy, cluster-autoscaler's
+// safe-to-evict "false"), and PreEvictionFilter takes a live decision that
+// counts the evictions already reserved, so a strategy picks other pods
+// instead of collecting 429s.
 //
-// The descheduler does not tell an evictor plugin whether the eviction it
-// allowed then happened, so a reservation ends through the ledger's rules:
-// at once when the budget's status counts the pod, and after the ledger's
-// ReservationTTL (5 s) when the pod is still there and not terminating.
+// The budget is reserved at the eviction request itself, by an eviction gate
+// the plugin puts on the client the descheduler hands it (the client its pod
+// evictor posts evictions with): a RoundTripper on the policy/v1 REST client
+// of a real clientset, or a reactor on the dry run's fake clientset. Each
+// eviction request is decided and reserved in the ledger in one step; a
+// refused one is answered 429 with the budget's message and is never sent,
+// and an allowed one the API server does not accept gives its reservation
+// back at once. Reserving at the request rather than in PreEvictionFilter
+// matters because RemoveDuplicates, RemovePodsHavingTooManyRestarts and
+// PodLifeTime call PreEvictionFilter while they list candidates, including
+// pods they then keep.
 //
-// Some strategies (RemoveDuplicates, RemovePodsHavingTooManyRestarts,
-// PodLifeTime) call PreEvictionFilter while they list candidates rather
-// than right before each eviction. The node-utilization strategies call it
-// right before the eviction, where a reservation is exact. Under a listing
-// strategy a reservation may be taken for a pod the strategy then keeps
-// (RemoveDuplicates keeps one pod per node): that errs on the safe side,
-// evicting fewer pods than the budget allows in that loop, never more.
+// An eviction the API server accepted holds its reservation until the
+// budget's status counts it (see the ledger rules in plugins/budget). When
+// the gate cannot be installed (a client of another type), PreEvictionFilter
+// reserves instead, and a reservation whose pod is still there ends after
+// the ledger's ReservationTTL (5 s).
 package budgetevictor

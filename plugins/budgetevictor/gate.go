@@ -1,0 +1,234 @@
+package budgetevictor
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+// The eviction gate reserves a budget at the eviction request itself rather
+// than in PreEvictionFilter. Several descheduler strategies (RemoveDuplicates,
+// RemovePodsHavingTooManyRestarts, PodLifeTime) call PreEvictionFilter while
+// they list candidates, including pods they then keep; a reservation taken
+// there would spend the budget on a pod that is never evicted. The gate sits
+// on the client the descheduler hands its plugins, which is the client its
+// pod evictor posts evictions with:
+//
+//   - a real clientset: the policy/v1 REST client's HTTP client gets a
+//     RoundTripper that sees POST …/pods/NAME/eviction;
+//   - the dry run's fake clientset: a reactor for create pods/eviction, in
+//     front of the descheduler's own.
+//
+// For each eviction request the gate takes a live decision and reserves it in
+// the ledger. A denied request is answered 429 with the budget's message and
+// never reaches the API server. An allowed one is sent, and its reservation is
+// cancelled when the API server does not accept it.
+
+// extensionEvictionRequest labels refusals made at the eviction request.
+const extensionEvictionRequest = "EvictionRequest"
+
+// evictionGate decides and reserves eviction requests against a cache.
+type evictionGate struct {
+	cache  *budget.Cache
+	pods   corelisters.PodLister
+	logger klog.Logger
+}
+
+// admit decides the eviction of namespace/name. It returns the reservation
+// to cancel if the eviction then fails (nil when nothing was reserved), or
+// the Status to answer with when the eviction is refused.
+func (g *evictionGate) admit(namespace, name string) (*budget.Reservation, *metav1.Status) {
+	if !g.cache.HasSynced() {
+		return nil, g.refuse(namespace, name, ReasonCacheNotSynced, "budget cache not synced")
+	}
+	pod, err := g.pods.Pods(namespace).Get(name)
+	if err != nil {
+		// The cache does not know the pod (yet, or any more): the API
+		// server decides on its own, with its own budget check.
+		g.logger.V(4).Info("Eviction of a pod the budget cache does not hold is passed through", "pod", klog.KRef(namespace, name), "err", err)
+		return nil, nil
+	}
+	d, r := g.cache.Reserve(pod, budget.OperationEvict)
+	if !d.Allowed {
+		return nil, g.refuse(namespace, name, string(d.Reason()), d.Message())
+	}
+	if r != nil {
+		reservations.Inc()
+		g.logger.V(3).Info("Reserved disruption budget for eviction", "pod", klog.KObj(pod), "budgets", d.Spends)
+	}
+	return r, nil
+}
+
+func (g *evictionGate) refuse(namespace, name, reason, message string) *metav1.Status {
+	evictionsRefused.WithLabelValues(extensionEvictionRequest, reason).Inc()
+	g.logger.V(2).Info("Eviction refused by budget", "extensionPoint", extensionEvictionRequest, "pod", klog.KRef(namespace, name), "reason", reason, "message", message)
+	err := apierrors.NewTooManyRequests(fmt.Sprintf("%s refused the eviction of pod %s/%s: %s (%s)", PluginName, namespace, name, message, reason), 0)
+	st := err.Status()
+	st.Details = &metav1.StatusDetails{
+		Name: name, Kind: "pods",
+		Causes: []metav1.StatusCause{{Type: metav1.CauseType(policyDisruptionBudgetCause), Message: message}},
+	}
+	return &st
+}
+
+// policyDisruptionBudgetCause is the cause type the API server's Eviction
+// handler uses when a budget refuses.
+const policyDisruptionBudgetCause = "DisruptionBudget"
+
+// install puts the gate on client. It returns false when the client is of a
+// kind the gate cannot wrap; PreEvictionFilter then reserves instead.
+func (g *evictionGate) install(client kubernetes.Interface) bool {
+	switch c := client.(type) {
+	case *kubernetes.Clientset:
+		rc, ok := c.PolicyV1().RESTClient().(*rest.RESTClient)
+		if !ok || rc == nil {
+			return false
+		}
+		hc := rc.Client
+		if hc == nil {
+			hc = http.DefaultClient
+		}
+		if _, done := hc.Transport.(*gateTransport); done {
+			return true
+		}
+		next := hc.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		wrapped := *hc
+		wrapped.Transport = &gateTransport{gate: g, next: next}
+		rc.Client = &wrapped
+		return true
+	case *fake.Clientset:
+		c.PrependReactor("create", "pods", g.react)
+		return true
+	}
+	return false
+}
+
+// react is the fake clientset's reactor: a refused eviction is answered with
+// the Status error; an allowed one goes on to the next reactor (the dry run's,
+// which deletes the pod from the fake cluster).
+func (g *evictionGate) react(action clienttesting.Action) (bool, runtime.Object, error) {
+	if action.GetSubresource() != "eviction" {
+		return false, nil, nil
+	}
+	create, ok := action.(clienttesting.CreateAction)
+	if !ok {
+		return false, nil, nil
+	}
+	name := ""
+	if m, err := metaName(create.GetObject()); err == nil {
+		name = m
+	}
+	if name == "" {
+		return false, nil, nil
+	}
+	if _, st := g.admit(action.GetNamespace(), name); st != nil {
+		return true, nil, &apierrors.StatusError{ErrStatus: *st}
+	}
+	return false, nil, nil
+}
+
+func metaName(obj runtime.Object) (string, error) {
+	if obj == nil {
+		return "", fmt.Errorf("no object")
+	}
+	acc, ok := obj.(metav1.Object)
+	if !ok {
+		return "", fmt.Errorf("%T has no metadata", obj)
+	}
+	return acc.GetName(), nil
+}
+
+// gateTransport is the RoundTripper of the policy/v1 REST client.
+type gateTransport struct {
+	gate *evictionGate
+	next http.RoundTripper
+}
+
+func (t *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	namespace, name, ok := evictionTarget(req)
+	if !ok {
+		return t.next.RoundTrip(req)
+	}
+	r, st := t.gate.admit(namespace, name)
+	if st != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return statusResponse(req, st), nil
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		if r != nil {
+			r.Cancel()
+		}
+	}
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		// The API server's budget check refused (our cache was behind).
+		// Its Retry-After makes client-go retry up to 10 times, 10 s
+		// apart, while the descheduler's evictor holds its lock; without
+		// it the strategy moves on at once, as it would after any 429.
+		resp.Header.Del("Retry-After")
+		evictionsRefused.WithLabelValues(extensionAPIServer, "TooManyRequests").Inc()
+	}
+	return resp, err
+}
+
+// extensionAPIServer labels evictions the API server refused after the gate
+// allowed them.
+const extensionAPIServer = "APIServer"
+
+// evictionTarget returns the namespace and name of a POST to a pod's
+// eviction subresource: …/api/v1/namespaces/NS/pods/NAME/eviction (a
+// kubeconfig server URL may add a path prefix).
+func evictionTarget(req *http.Request) (string, string, bool) {
+	if req.Method != http.MethodPost || req.URL == nil {
+		return "", "", false
+	}
+	seg := strings.Split(strings.TrimSuffix(req.URL.Path, "/"), "/")
+	n := len(seg)
+	if n < 7 || seg[n-1] != "eviction" || seg[n-3] != "pods" || seg[n-5] != "namespaces" || seg[n-6] != "v1" || seg[n-7] != "api" {
+		return "", "", false
+	}
+	if seg[n-4] == "" || seg[n-2] == "" {
+		return "", "", false
+	}
+	return seg[n-4], seg[n-2], true
+}
+
+// statusResponse is the HTTP answer the API server would give with st.
+func statusResponse(req *http.Request, st *metav1.Status) *http.Response {
+	st.Kind, st.APIVersion = "Status", "v1"
+	body, err := json.Marshal(st)
+	if err != nil {
+		body = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":429}`)
+	}
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", st.Code, http.StatusText(int(st.Code))),
+		StatusCode:    int(st.Code),
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": []string{"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}
