@@ -39,6 +39,11 @@ type Options struct {
 	// podunavailablebudgets is served; when it is not, PUB support turns
 	// off with one log line. Without Discovery, KruiseInformers is trusted.
 	Discovery discovery.DiscoveryInterface
+	// WorkloadInformers, when set, feeds the ReplicaSets, Deployments and
+	// StatefulSets that resolve PUB targetRefs, in place of the core
+	// factory (the descheduler's dry run hands plugins a fake cluster that
+	// holds pods and PDBs but no workloads). The caller starts it.
+	WorkloadInformers informers.SharedInformerFactory
 }
 
 // Cache answers budget decisions from informer state. It is safe for
@@ -88,9 +93,13 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 
 	pods := factory.Core().V1().Pods().Informer()
 	pdbs := factory.Policy().V1().PodDisruptionBudgets().Informer()
-	rs := factory.Apps().V1().ReplicaSets()
-	deploy := factory.Apps().V1().Deployments()
-	sts := factory.Apps().V1().StatefulSets()
+	workloads := factory
+	if opts.WorkloadInformers != nil {
+		workloads = opts.WorkloadInformers
+	}
+	rs := workloads.Apps().V1().ReplicaSets()
+	deploy := workloads.Apps().V1().Deployments()
+	sts := workloads.Apps().V1().StatefulSets()
 	c.replicaSets, c.deployments, c.statefulSets = rs.Lister(), deploy.Lister(), sts.Lister()
 
 	handlers := []struct {

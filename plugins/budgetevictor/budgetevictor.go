@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 	frameworktypes "sigs.k8s.io/descheduler/pkg/framework/types"
@@ -41,6 +43,12 @@ type Options struct {
 	// the budget package's defaults (a reservation whose eviction never
 	// happens ends after 5 s).
 	Ledger budget.LedgerOptions
+	// Workloads, when set, returns a client of the real cluster. In a dry
+	// run the descheduler hands plugins a fake cluster with pods, nodes
+	// and PDBs but no ReplicaSets, Deployments or StatefulSets; the plugin
+	// then reads those from the real cluster, so PUBs that select their
+	// pods by targetRef still cover them. Unused outside a dry run.
+	Workloads func() (kubernetes.Interface, error)
 }
 
 // BudgetAwareEvictor is a descheduler evictor plugin that refuses evictions
@@ -138,12 +146,25 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 			bopts.KruiseInformers, bopts.Discovery = kf, disc
 		}
 	}
+	var wf informers.SharedInformerFactory
+	if _, dryRun := handle.ClientSet().(*fake.Clientset); dryRun && opts.Workloads != nil {
+		wc, err := opts.Workloads()
+		if err != nil {
+			logger.Info("Dry run without the real cluster's workloads: PUBs that select pods by targetRef cover nothing", "err", err)
+		} else {
+			wf = informers.NewSharedInformerFactory(wc, 0)
+			bopts.WorkloadInformers = wf
+		}
+	}
 	c, err := budget.New(klog.NewContext(ctx, logger), factory, bopts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", PluginName, err)
 	}
 	if kf != nil {
 		kf.Start(ctx.Done())
+	}
+	if wf != nil {
+		wf.Start(ctx.Done())
 	}
 	gate := &evictionGate{cache: c, pods: factory.Core().V1().Pods().Lister(), logger: logger}
 	sh := &shared{cache: c, gated: gate.install(handle.ClientSet())}

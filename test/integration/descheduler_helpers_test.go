@@ -146,6 +146,7 @@ func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*ev
 			Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
 				return cp.KruiseClient, cp.Client.Discovery(), nil
 			},
+			Workloads: func() (kubernetes.Interface, error) { return cp.Client, nil },
 		})
 	})
 	counter := &evictionCounter{byStatus: map[int]int{}, pods: map[int][]string{}, failNext: failFirst}

@@ -8,6 +8,8 @@ import (
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	deschedulerapp "sigs.k8s.io/descheduler/cmd/descheduler/app"
 	"sigs.k8s.io/descheduler/pkg/descheduler"
@@ -37,7 +39,7 @@ func NewDeschedulerCommand(out io.Writer) *cobra.Command {
 		if err := stockPreRun(c, args); err != nil {
 			return err
 		}
-		budgetevictor.Register(pluginregistry.PluginRegistry, budgetevictor.Options{Kruise: kruiseFromFlags(c)})
+		budgetevictor.Register(pluginregistry.PluginRegistry, budgetevictor.Options{Kruise: kruiseFromFlags(c), Workloads: workloadsFromFlags(c)})
 		return nil
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error {
@@ -51,20 +53,30 @@ func NewDeschedulerCommand(out io.Writer) *cobra.Command {
 	return cmd
 }
 
-// kruiseFromFlags builds the Kruise clientset and discovery client from
-// the same kubeconfig flags the descheduler reads (in-cluster otherwise).
+// restConfigFromFlags builds a client config from the same kubeconfig flags
+// the descheduler reads (in-cluster otherwise).
+func restConfigFromFlags(c *cobra.Command) (*rest.Config, error) {
+	kubeconfig := ""
+	for _, name := range []string{"client-connection-kubeconfig", "kubeconfig"} {
+		if f := c.Flags().Lookup(name); f != nil && f.Value.String() != "" {
+			kubeconfig = f.Value.String()
+			break
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("building a client config: %w", err)
+	}
+	return cfg, nil
+}
+
+// kruiseFromFlags builds the Kruise clientset and discovery client of the
+// cluster the descheduler's flags name.
 func kruiseFromFlags(c *cobra.Command) budgetevictor.KruiseClients {
 	return func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
-		kubeconfig := ""
-		for _, name := range []string{"client-connection-kubeconfig", "kubeconfig"} {
-			if f := c.Flags().Lookup(name); f != nil && f.Value.String() != "" {
-				kubeconfig = f.Value.String()
-				break
-			}
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		cfg, err := restConfigFromFlags(c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("building a client config: %w", err)
+			return nil, nil, err
 		}
 		kc, err := kruiseclientset.NewForConfig(cfg)
 		if err != nil {
@@ -75,6 +87,18 @@ func kruiseFromFlags(c *cobra.Command) budgetevictor.KruiseClients {
 			return nil, nil, fmt.Errorf("building a discovery client: %w", err)
 		}
 		return kc, disc, nil
+	}
+}
+
+// workloadsFromFlags builds a client of the real cluster, from which a dry
+// run reads ReplicaSets, Deployments and StatefulSets.
+func workloadsFromFlags(c *cobra.Command) func() (kubernetes.Interface, error) {
+	return func() (kubernetes.Interface, error) {
+		cfg, err := restConfigFromFlags(c)
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(rest.AddUserAgent(cfg, "descheduler"))
 	}
 }
 
