@@ -160,6 +160,7 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", PluginName, err)
 	}
+	c.ExportMetrics(ctx, "descheduler")
 	if kf != nil {
 		kf.Start(ctx.Done())
 	}

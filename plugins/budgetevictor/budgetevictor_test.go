@@ -3,6 +3,7 @@ package budgetevictor
 import (
 	"context"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -10,9 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 	frameworkfake "sigs.k8s.io/descheduler/pkg/framework/fake"
@@ -272,5 +275,42 @@ func TestUnsyncedCacheRefuses(t *testing.T) {
 	after := counter(t, extensionFilter, ReasonCacheNotSynced) + counter(t, extensionPreEvictionFilter, ReasonCacheNotSynced)
 	if after-before != 2 {
 		t.Errorf("CacheNotSynced refusals grew by %v, want 2", after-before)
+	}
+}
+
+// The budget cache's gauges are on the descheduler's /metrics, labelled
+// with the component.
+func TestPluginExportsBudgetGauges(t *testing.T) {
+	newPlugin(t, nil, Options{}, makePDB("web", 1), makePDB("db", 1))
+	gauge := func() float64 {
+		mfs, err := legacyregistry.DefaultGatherer.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "budgetguard_budgets" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				if l["component"] == "descheduler" && l["kind"] == string(budget.KindPDB) {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+	// Caches of earlier tests leave the gauge when their context ends,
+	// which happens asynchronously.
+	var last float64
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		last = gauge()
+		return last == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("budgetguard_budgets{component=descheduler,kind=PodDisruptionBudget} = %v, want 2", last)
 	}
 }

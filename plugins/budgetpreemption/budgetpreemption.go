@@ -93,6 +93,7 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
+	c.ExportMetrics(ctx, "scheduler")
 	if kf != nil {
 		kf.Start(ctx.Done())
 	}

@@ -1,0 +1,96 @@
+package budget
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// The gauges DESIGN.md asks of every component: how many disruptions the
+// ledger holds, and how many budgets of each kind the cache indexes. The
+// counters of decisions and refusals belong to the plugins, which know the
+// extension point.
+var (
+	ledgerReservationsDesc = metrics.NewDesc("budgetguard_ledger_reservations",
+		"Disruptions budgetguard has started and reserved in its ledger that no budget status counts yet.",
+		[]string{"component"}, nil, metrics.ALPHA, "")
+	budgetsDesc = metrics.NewDesc("budgetguard_budgets",
+		"Disruption budgets in budgetguard's cache, by kind (PodDisruptionBudget, PodUnavailableBudget).",
+		[]string{"component", "kind"}, nil, metrics.ALPHA, "")
+)
+
+// cacheCollector reports the gauges of the caches registered with it, read
+// at scrape time and summed per component.
+type cacheCollector struct {
+	metrics.BaseStableCollector
+
+	mu     sync.Mutex
+	caches map[*Cache]string
+}
+
+func newCacheCollector() *cacheCollector {
+	return &cacheCollector{caches: map[*Cache]string{}}
+}
+
+var (
+	exported       = newCacheCollector()
+	registerGauges sync.Once
+)
+
+// ExportMetrics adds the cache's ledger size and budget counts, labelled
+// with component, to the legacy registry the component serves on /metrics,
+// until ctx ends.
+func (c *Cache) ExportMetrics(ctx context.Context, component string) {
+	registerGauges.Do(func() { legacyregistry.CustomMustRegister(exported) })
+	exported.add(ctx, c, component)
+}
+
+func (cc *cacheCollector) add(ctx context.Context, c *Cache, component string) {
+	cc.mu.Lock()
+	cc.caches[c] = component
+	cc.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		cc.mu.Lock()
+		delete(cc.caches, c)
+		cc.mu.Unlock()
+	}()
+}
+
+// DescribeWithStability implements metrics.StableCollector.
+func (cc *cacheCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- ledgerReservationsDesc
+	ch <- budgetsDesc
+}
+
+// CollectWithStability implements metrics.StableCollector.
+func (cc *cacheCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	type kindKey struct {
+		component string
+		kind      BudgetKind
+	}
+	reservations := map[string]int{}
+	budgets := map[kindKey]int{}
+	cc.mu.Lock()
+	for c, component := range cc.caches {
+		reservations[component] += c.InFlight()
+		for kind, n := range c.Budgets() {
+			budgets[kindKey{component, kind}] += n
+		}
+	}
+	cc.mu.Unlock()
+	components := make([]string, 0, len(reservations))
+	for component := range reservations {
+		components = append(components, component)
+	}
+	sort.Strings(components)
+	for _, component := range components {
+		ch <- metrics.NewLazyConstMetric(ledgerReservationsDesc, metrics.GaugeValue, float64(reservations[component]), component)
+		for _, kind := range []BudgetKind{KindPDB, KindPUB} {
+			ch <- metrics.NewLazyConstMetric(budgetsDesc, metrics.GaugeValue, float64(budgets[kindKey{component, kind}]), component, string(kind))
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package budget
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+func TestGaugesReportLedgerAndBudgetsPerComponent(t *testing.T) {
+	cc := newCacheCollector()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	sched := newHarness(t)
+	sched.add(mkPDB("web", appWeb(), pdbStatus{healthy: 3, desired: 1, allowed: 2}),
+		mkPDB("db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, pdbStatus{healthy: 3, desired: 2, allowed: 1}),
+		mkPUB("web", pdbStatus{healthy: 3, desired: 1, allowed: 2}, pubSelector(appWeb())))
+	if d, r := sched.c.Reserve(mkPod("a"), OperationEvict); !d.Allowed || r == nil {
+		t.Fatalf("reserve a: %+v", d)
+	}
+	desched := newHarness(t)
+	desched.add(mkPDB("web", appWeb(), pdbStatus{healthy: 3, desired: 2, allowed: 1}))
+	cc.add(ctx, sched.c, "scheduler")
+	cc.add(ctx, desched.c, "descheduler")
+
+	want := `
+# HELP budgetguard_budgets [ALPHA] Disruption budgets in budgetguard's cache, by kind (PodDisruptionBudget, PodUnavailableBudget).
+# TYPE budgetguard_budgets gauge
+budgetguard_budgets{component="descheduler",kind="PodDisruptionBudget"} 1
+budgetguard_budgets{component="descheduler",kind="PodUnavailableBudget"} 0
+budgetguard_budgets{component="scheduler",kind="PodDisruptionBudget"} 2
+budgetguard_budgets{component="scheduler",kind="PodUnavailableBudget"} 1
+# HELP budgetguard_ledger_reservations [ALPHA] Disruptions budgetguard has started and reserved in its ledger that no budget status counts yet.
+# TYPE budgetguard_ledger_reservations gauge
+budgetguard_ledger_reservations{component="descheduler"} 0
+budgetguard_ledger_reservations{component="scheduler"} 2
+`
+	// a is covered by pdb web and pub web: one reservation entry per budget.
+	if err := testutil.CustomCollectAndCompare(cc, strings.NewReader(want), "budgetguard_budgets", "budgetguard_ledger_reservations"); err != nil {
+		t.Fatal(err)
+	}
+}
