@@ -1,0 +1,20 @@
+// Package manifests embeds the shipped configuration files that programs need
+// at run time, so that a binary such as cmd/sandbox works from any directory.
+// The files themselves stay where operators find them: manifests/scheduler and
+// manifests/descheduler.
+package manifests
+
+import _ "embed"
+
+// SchedulerConfig is manifests/scheduler/scheduler-config.yaml, the shipped
+// KubeSchedulerConfiguration: kube-scheduler's default-scheduler profile plus
+// budgetguard-scheduler, which uses BudgetAwarePreemption.
+//
+//go:embed scheduler/scheduler-config.yaml
+var SchedulerConfig []byte
+
+// DeschedulerPolicy is manifests/descheduler/policy.yaml, the shipped
+// DeschedulerPolicy (v1alpha2) with DefaultEvictor and BudgetAwareEvictor.
+//
+//go:embed descheduler/policy.yaml
+var DeschedulerPolicy []byte
