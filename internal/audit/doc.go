@@ -2,4 +2,59 @@
 // kube-apiserver's audit log to learn every pod eviction and delete and who
 // asked for it, and keeps its own informers to count each budget's healthy
 // pods. It shares no code with the plugins it checks.
+//
+// # Wiring
+//
+// APIServerFlags writes an audit policy and returns the kube-apiserver flags
+// that log every pod delete and pods/eviction create once, when the response
+// is complete, to a JSON file, in blocking mode: the line is written before
+// the response leaves the server, so a request its client has seen answered
+// is in the log. Start the control plane with those flags, then New, Start,
+// run the scenario, stop the components, and Finish. All requests in the
+// sandbox come from the same loopback user, so the user agent is what tells
+// the components apart (Options.Components, Options.Ignore).
+//
+// # What counts
+//
+//   - A disruption is a pod delete or an eviction that the API server
+//     answered 2xx, not in dry-run, from a user agent that is not ignored,
+//     of a pod that was not already terminating and not already disrupted
+//     according to the log. A second request on the same pod adds nothing.
+//   - A refusal is such a request answered otherwise; 429 is a PDB refusal,
+//     500 several PDBs, 404 a pod that was gone.
+//   - A pod is healthy when its Ready condition is True, it has no
+//     deletionTimestamp, and the log does not show it disrupted.
+//   - Budgets covering a pod, matched by the auditor itself (not by
+//     plugins/budget): a PDB whose selector matches the pod in the PDB's
+//     namespace (nil or invalid selector: none, {}: all); a PUB whose
+//     spec.targetRef names the pod's controller, or its ReplicaSet's
+//     controller (group, kind and name compared; a ReplicaSet, Deployment or
+//     StatefulSet must exist with the referenced UID), or, without
+//     targetRef, whose spec.selector matches. The kruise.io/related-pub
+//     annotation is not followed: the PUB controller counts pods by
+//     selector and targetRef.
+//   - Desired is the live budget status that the disruption controller (PDB
+//     status.desiredHealthy) or the sandbox's PUB status simulation (PUB
+//     status.desiredAvailable) computed; the auditor computes none.
+//   - WasHealthy is the pod's health just before the request: its last state
+//     seen before the API server received the request, or a later state that
+//     the informers delivered before the pod showed terminating (the
+//     informers lag the API server a little, and the disruption's own write
+//     is the one that makes the pod terminating).
+//   - A violation is a disruption of a pod that WasHealthy after which a
+//     covering budget counts fewer healthy pods (this and earlier disrupted
+//     pods excluded) than it desires. Deletes by controllers (a ReplicaSet
+//     scaling down) are disruptions of ComponentOther and are judged the same
+//     way.
+//   - A budget is met once its status is known (desired > 0 or
+//     observedGeneration > 0) and its healthy count reaches desired; from
+//     then on every pod or budget event and every disruption updates the
+//     lowest healthy count.
+//
+// # How it works
+//
+// While running, the auditor only records: each informer event with the
+// time it arrived, and each log line. Finish merges both by time (the API
+// server runs in the same process, so the clocks agree) and replays them,
+// which makes the result deterministic for a given history.
 package audit

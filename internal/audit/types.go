@@ -21,6 +21,12 @@ const (
 	ActionDelete Action = "delete" // DELETE pods
 )
 
+// Budget kinds, as BudgetRef.Kind spells them.
+const (
+	KindPDB = "PodDisruptionBudget"
+	KindPUB = "PodUnavailableBudget"
+)
+
 // BudgetRef names a budget.
 type BudgetRef struct {
 	Kind      string `json:"kind"` // PodDisruptionBudget or PodUnavailableBudget
@@ -48,6 +54,7 @@ type Disruption struct {
 type Refusal struct {
 	Time      time.Time `json:"time"`
 	Component Component `json:"component"`
+	UserAgent string    `json:"userAgent"`
 	Action    Action    `json:"action"`
 	Namespace string    `json:"namespace"`
 	Pod       string    `json:"pod"`

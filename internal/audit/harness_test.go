@@ -1,0 +1,376 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+const testNS = "shop"
+
+// User agents as the sandbox's components send them.
+const (
+	uaScheduler   = "sandbox.test/v0.0.0 (linux/amd64) kubernetes/$Format/sandbox-scheduler"
+	uaDescheduler = "sandbox-descheduler"
+	uaKubelet     = "sandbox.test/v0.0.0 (linux/amd64) kubernetes/$Format/sandbox-kubelet"
+	uaRunner      = "sandbox-runner"
+	uaReplicaSet  = "sandbox.test/v0.0.0 (linux/amd64) kubernetes/$Format/sandbox-replicaset-controller"
+)
+
+func testOptions() Options {
+	return Options{
+		Components: []ComponentMatch{
+			{UserAgentPrefix: "sandbox-scheduler", Component: ComponentScheduler},
+			{UserAgentPrefix: "sandbox-descheduler", Component: ComponentDescheduler},
+		},
+		Ignore: []string{"sandbox-kubelet", "sandbox-runner"},
+		PUBs:   true,
+	}
+}
+
+// tickClock returns a strictly increasing time, one millisecond per call,
+// so that informer observations and log lines are ordered as the test
+// makes them.
+type tickClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *tickClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+// harness runs an Auditor on fake clientsets and a synthetic audit log.
+type harness struct {
+	t       *testing.T
+	ctx     context.Context
+	kube    *fake.Clientset
+	kruise  *kruisefake.Clientset
+	a       *Auditor
+	clock   *tickClock
+	logFile *os.File
+	auditID int
+}
+
+// newHarness starts an auditor with opts (Config and LogPath are filled
+// in) over fake clientsets that hold objects (PUBs go to the kruise one).
+func newHarness(t *testing.T, opts Options, objects ...runtime.Object) *harness {
+	t.Helper()
+	return newHarnessWithLog(t, opts, nil, objects...)
+}
+
+// newHarnessWithLog is newHarness with a log that holds before when the
+// auditor starts.
+func newHarnessWithLog(t *testing.T, opts Options, before []byte, objects ...runtime.Object) *harness {
+	t.Helper()
+	// kruise-api's generated fake predates streaming lists and never sends
+	// the initial-events bookmark that a real API server sends.
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	var kubeObjs, kruiseObjs []runtime.Object
+	for _, o := range objects {
+		if _, ok := o.(*kruisepolicy.PodUnavailableBudget); ok {
+			kruiseObjs = append(kruiseObjs, o)
+		} else {
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	h := &harness{
+		t:      t,
+		ctx:    t.Context(),
+		kube:   fake.NewClientset(kubeObjs...),
+		kruise: kruisefake.NewSimpleClientset(kruiseObjs...),
+		clock:  &tickClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+	}
+	// The simple kruise fake delivers only what happens after its watch
+	// started; signal the start so that the test does not write before it.
+	watching := make(chan struct{}, 1)
+	h.kruise.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		var opts []metav1.ListOptions
+		if wa, ok := action.(k8stesting.WatchActionImpl); ok {
+			opts = append(opts, wa.ListOptions)
+		}
+		w, err := h.kruise.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts...)
+		if err != nil {
+			return false, nil, err
+		}
+		watching <- struct{}{}
+		return true, w, nil
+	})
+	opts.LogPath = filepath.Join(t.TempDir(), LogFileName)
+	f, err := os.Create(opts.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.logFile = f
+	t.Cleanup(func() { _ = f.Close() })
+	if _, err := f.Write(before); err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAuditor(opts, h.kube, h.kruise, nil, h.clock.now)
+	if err != nil {
+		t.Fatalf("newAuditor: %v", err)
+	}
+	h.a = a
+	if err := a.Start(h.ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if opts.PUBs {
+		select {
+		case <-watching:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the PodUnavailableBudget informer did not start its watch")
+		}
+	}
+	t.Cleanup(func() { a.stop() })
+	return h
+}
+
+func (h *harness) observed() int {
+	h.a.mu.Lock()
+	defer h.a.mu.Unlock()
+	return len(h.a.observations)
+}
+
+// change runs write, which makes one informer event, and waits until the
+// auditor has recorded it.
+func (h *harness) change(what string, write func() error) {
+	h.t.Helper()
+	before := h.observed()
+	if err := write(); err != nil {
+		h.t.Fatalf("%s: %v", what, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for h.observed() <= before {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: the auditor's informers did not see it", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (h *harness) createPod(p *corev1.Pod) {
+	h.t.Helper()
+	h.change("create pod "+p.Name, func() error {
+		_, err := h.kube.CoreV1().Pods(p.Namespace).Create(h.ctx, p, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func (h *harness) updatePod(p *corev1.Pod) {
+	h.t.Helper()
+	h.change("update pod "+p.Name, func() error {
+		_, err := h.kube.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (h *harness) deletePod(p *corev1.Pod) {
+	h.t.Helper()
+	h.change("delete pod "+p.Name, func() error {
+		return h.kube.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{})
+	})
+}
+
+func (h *harness) createPDB(p *policyv1.PodDisruptionBudget) {
+	h.t.Helper()
+	h.change("create PDB "+p.Name, func() error {
+		_, err := h.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).Create(h.ctx, p, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func (h *harness) updatePDB(p *policyv1.PodDisruptionBudget) {
+	h.t.Helper()
+	h.change("update PDB "+p.Name, func() error {
+		_, err := h.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (h *harness) createPUB(p *kruisepolicy.PodUnavailableBudget) {
+	h.t.Helper()
+	h.change("create PUB "+p.Name, func() error {
+		_, err := h.kruise.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).Create(h.ctx, p, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// logged describes one audit log line.
+type logged struct {
+	ua      string
+	action  Action
+	pod     string
+	code    int32
+	message string
+	dryRun  bool
+}
+
+// log appends an audit event for l, received now by the test clock, and
+// returns that time as the log will carry it (to the microsecond).
+func (h *harness) log(l logged) time.Time {
+	h.t.Helper()
+	h.auditID++
+	received := metav1.NewMicroTime(h.clock.now())
+	ev := auditv1.Event{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "audit.k8s.io/v1", Kind: "Event"},
+		Level:      auditv1.LevelRequest,
+		AuditID:    types.UID(fmt.Sprintf("audit-%d", h.auditID)),
+		Stage:      auditv1.StageResponseComplete,
+		UserAgent:  l.ua,
+		User:       userInfo(),
+		ObjectRef:  &auditv1.ObjectReference{Resource: "pods", Namespace: testNS, Name: l.pod, APIVersion: "v1"},
+		RequestURI: "/api/v1/namespaces/" + testNS + "/pods/" + l.pod,
+		ResponseStatus: &metav1.Status{
+			Code:    l.code,
+			Message: l.message,
+		},
+		RequestReceivedTimestamp: received,
+		StageTimestamp:           metav1.NewMicroTime(received.Add(500 * time.Microsecond)),
+	}
+	var dry []string
+	if l.dryRun {
+		dry = []string{metav1.DryRunAll}
+	}
+	var body any
+	switch l.action {
+	case ActionDelete:
+		ev.Verb = "delete"
+		body = metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}, DryRun: dry}
+	case ActionEvict:
+		ev.Verb = "create"
+		ev.ObjectRef.Subresource = "eviction"
+		ev.RequestURI += "/eviction"
+		body = policyv1.Eviction{
+			TypeMeta:      metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"},
+			ObjectMeta:    metav1.ObjectMeta{Name: l.pod, Namespace: testNS},
+			DeleteOptions: &metav1.DeleteOptions{DryRun: dry},
+		}
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ev.RequestObject = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+	line, err := json.Marshal(ev)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.logFile.Write(append(line, '\n')); err != nil {
+		h.t.Fatal(err)
+	}
+	return received.Time
+}
+
+func userInfo() authenticationv1.UserInfo {
+	return authenticationv1.UserInfo{Username: "system:apiserver", Groups: []string{"system:authenticated", "system:masters"}}
+}
+
+func (h *harness) finish() Result {
+	h.t.Helper()
+	res, err := h.a.Finish(h.ctx)
+	if err != nil {
+		h.t.Fatalf("Finish: %v", err)
+	}
+	return res
+}
+
+// readyPod returns a Running pod in testNS with the given labels, Ready or
+// not, with UID "uid-<name>".
+func readyPod(name string, labels map[string]string, ready bool) *corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-" + name), Labels: labels},
+		Spec:       corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},
+		},
+	}
+}
+
+// withReady returns a copy of p with its Ready condition set to ready.
+func withReady(p *corev1.Pod, ready bool) *corev1.Pod {
+	q := p.DeepCopy()
+	q.Status.Conditions[0].Status = corev1.ConditionFalse
+	if ready {
+		q.Status.Conditions[0].Status = corev1.ConditionTrue
+	}
+	return q
+}
+
+// terminating returns a copy of p with a deletionTimestamp.
+func terminating(p *corev1.Pod) *corev1.Pod {
+	q := p.DeepCopy()
+	q.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	q.DeletionGracePeriodSeconds = ptr.To[int64](30)
+	return q
+}
+
+// pdb returns a PDB in testNS with the given selector and a computed
+// status requiring desired healthy pods.
+func pdb(name string, selector *metav1.LabelSelector, desired int32) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Generation: 1},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: selector},
+		Status:     policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DesiredHealthy: desired},
+	}
+}
+
+func appSelector(app string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+}
+
+func pub(name string, desired int32) *kruisepolicy.PodUnavailableBudget {
+	return &kruisepolicy.PodUnavailableBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Generation: 1},
+		Status:     kruisepolicy.PodUnavailableBudgetStatus{ObservedGeneration: 1, DesiredAvailable: desired},
+	}
+}
+
+func controllerRef(apiVersion, kind, name string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}
+}
+
+func deployment(name string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-deploy-" + name)}}
+}
+
+func replicaSet(name string, owner *appsv1.Deployment) *appsv1.ReplicaSet {
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-rs-" + name)}}
+	if owner != nil {
+		rs.OwnerReferences = []metav1.OwnerReference{controllerRef("apps/v1", "Deployment", owner.Name, owner.UID)}
+	}
+	return rs
+}
+
+func ref(kind, name string) BudgetRef {
+	return BudgetRef{Kind: kind, Namespace: testNS, Name: name}
+}

@@ -1,0 +1,364 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// observation is one informer event, stamped with the time the auditor saw
+// it. Exactly one of the object pointers is set, or none for a deletion of
+// the object named by kind and key.
+type observation struct {
+	at  time.Time
+	seq int
+
+	// Pods.
+	podKey podKey
+	pod    *corev1.Pod
+	// PDBs and PUBs.
+	budget BudgetRef
+	pdb    *policyv1.PodDisruptionBudget
+	pub    *kruisepolicy.PodUnavailableBudget
+	// ReplicaSets, Deployments, StatefulSets.
+	workloadKey workloadKey
+	workload    *workload
+}
+
+func (o *observation) isPod() bool      { return o.podKey.name != "" }
+func (o *observation) isBudget() bool   { return o.budget.Name != "" }
+func (o *observation) isWorkload() bool { return o.workloadKey.name != "" }
+
+type podKey struct{ namespace, name string }
+
+// budgetState is a budget during the replay.
+type budgetState struct {
+	ref         BudgetRef
+	cov         coverage
+	live        bool
+	desired     int32
+	statusKnown bool
+
+	met           bool
+	lowest        int32
+	lowestDesired int32
+	disruptions   int
+}
+
+// step is an observation or a request in the merged timeline.
+type step struct {
+	at  time.Time
+	obs *observation
+	req *request
+}
+
+// replayer rebuilds the cluster's history from the informers' observations
+// and the audit log's requests, merged by time, and judges every request.
+type replayer struct {
+	opts *Options
+
+	pods      map[podKey]*corev1.Pod
+	podsByNS  map[string]map[string]*corev1.Pod
+	disrupted map[podKey]types.UID
+	budgets   map[BudgetRef]*budgetState
+	byNS      map[string]map[BudgetRef]*budgetState
+	workloads map[workloadKey]workload
+
+	// future holds, per pod, its observations not replayed yet, in order;
+	// the look-ahead for a disrupted pod's last state reads them.
+	future map[podKey][]*observation
+
+	result Result
+}
+
+// replay merges observations and requests by time (observations first on
+// a tie, then in the order they were recorded or logged) and returns what
+// the auditor concludes.
+func replay(ctx context.Context, opts *Options, observations []observation, requests []request) Result {
+	steps := make([]step, 0, len(observations)+len(requests))
+	for i := range observations {
+		steps = append(steps, step{at: observations[i].at, obs: &observations[i]})
+	}
+	for i := range requests {
+		steps = append(steps, step{at: requests[i].received, req: &requests[i]})
+	}
+	slices.SortStableFunc(steps, func(a, b step) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		switch {
+		case a.obs != nil && b.obs != nil:
+			return cmp.Compare(a.obs.seq, b.obs.seq)
+		case a.req != nil && b.req != nil:
+			return cmp.Compare(a.req.line, b.req.line)
+		case a.obs != nil:
+			return -1
+		default:
+			return 1
+		}
+	})
+
+	r := &replayer{
+		opts:      opts,
+		pods:      map[podKey]*corev1.Pod{},
+		podsByNS:  map[string]map[string]*corev1.Pod{},
+		disrupted: map[podKey]types.UID{},
+		budgets:   map[BudgetRef]*budgetState{},
+		byNS:      map[string]map[BudgetRef]*budgetState{},
+		workloads: map[workloadKey]workload{},
+		future:    map[podKey][]*observation{},
+		result: Result{
+			Budgets:     []BudgetSummary{},
+			Disruptions: []Disruption{},
+			Refusals:    []Refusal{},
+			Violations:  []Violation{},
+		},
+	}
+	for _, s := range steps {
+		if s.obs != nil && s.obs.isPod() {
+			r.future[s.obs.podKey] = append(r.future[s.obs.podKey], s.obs)
+		}
+	}
+	logger := klog.FromContext(ctx)
+	for _, s := range steps {
+		switch {
+		case s.req != nil:
+			r.request(logger, s.req)
+		case s.obs.isPod():
+			r.future[s.obs.podKey] = r.future[s.obs.podKey][1:]
+			r.podObserved(s.obs)
+		case s.obs.isBudget():
+			r.budgetObserved(s.obs)
+		case s.obs.isWorkload():
+			r.workloadObserved(s.obs)
+		}
+	}
+	r.summarize()
+	return r.result
+}
+
+func (r *replayer) podObserved(o *observation) {
+	key := o.podKey
+	old := r.pods[key]
+	if o.pod == nil {
+		delete(r.pods, key)
+		delete(r.podsByNS[key.namespace], key.name)
+	} else {
+		r.pods[key] = o.pod
+		if r.podsByNS[key.namespace] == nil {
+			r.podsByNS[key.namespace] = map[string]*corev1.Pod{}
+		}
+		r.podsByNS[key.namespace][key.name] = o.pod
+	}
+	if uid, ok := r.disrupted[key]; ok && (o.pod == nil || o.pod.UID != uid) {
+		delete(r.disrupted, key)
+	}
+	affected := map[BudgetRef]*budgetState{}
+	for _, p := range []*corev1.Pod{old, o.pod} {
+		if p == nil {
+			continue
+		}
+		for _, b := range r.covering(p) {
+			affected[b.ref] = b
+		}
+	}
+	for _, b := range affected {
+		r.track(b, r.healthy(b))
+	}
+}
+
+func (r *replayer) budgetObserved(o *observation) {
+	ref := o.budget
+	b := r.budgets[ref]
+	if b == nil {
+		b = &budgetState{ref: ref}
+		r.budgets[ref] = b
+	}
+	switch {
+	case o.pdb != nil:
+		b.live = true
+		b.cov = pdbCoverage(o.pdb)
+		b.desired = o.pdb.Status.DesiredHealthy
+		b.statusKnown = o.pdb.Status.ObservedGeneration > 0 || b.desired > 0
+	case o.pub != nil:
+		b.live = true
+		b.cov = pubCoverage(o.pub)
+		b.desired = o.pub.Status.DesiredAvailable
+		b.statusKnown = o.pub.Status.ObservedGeneration > 0 || b.desired > 0
+	default:
+		b.live = false
+	}
+	if r.byNS[ref.Namespace] == nil {
+		r.byNS[ref.Namespace] = map[BudgetRef]*budgetState{}
+	}
+	if b.live {
+		r.byNS[ref.Namespace][ref] = b
+		r.track(b, r.healthy(b))
+	} else {
+		delete(r.byNS[ref.Namespace], ref)
+	}
+}
+
+func (r *replayer) workloadObserved(o *observation) {
+	if o.workload == nil {
+		delete(r.workloads, o.workloadKey)
+	} else {
+		r.workloads[o.workloadKey] = *o.workload
+	}
+	for _, b := range r.byNS[o.workloadKey.namespace] {
+		if b.cov.target != nil {
+			r.track(b, r.healthy(b))
+		}
+	}
+}
+
+// request judges one pod delete or eviction from the audit log.
+func (r *replayer) request(logger klog.Logger, req *request) {
+	if req.dryRun {
+		return
+	}
+	component, ignored := r.opts.classify(req.userAgent)
+	if ignored {
+		return
+	}
+	if req.code < 200 || req.code > 299 {
+		r.result.Refusals = append(r.result.Refusals, Refusal{
+			Time: req.received, Component: component, UserAgent: req.userAgent, Action: req.action,
+			Namespace: req.namespace, Pod: req.pod, Code: req.code, Message: req.message,
+		})
+		return
+	}
+	key := podKey{req.namespace, req.pod}
+	cur := r.pods[key]
+	pre := r.lastStateBefore(key, cur)
+	uid, disrupted := r.disrupted[key]
+	if (cur != nil && cur.DeletionTimestamp != nil) || (pre != nil && disrupted && uid == pre.UID) {
+		// Already terminating or already disrupted: nothing new is taken away.
+		logger.V(4).Info("Request on a pod that was already going", "action", req.action, "pod", klog.KRef(req.namespace, req.pod), "userAgent", req.userAgent)
+		return
+	}
+	d := Disruption{
+		Time: req.received, Component: component, UserAgent: req.userAgent, Action: req.action,
+		Namespace: req.namespace, Pod: req.pod, Budgets: []BudgetRef{},
+		WasHealthy: podHealthy(pre),
+	}
+	if pre == nil {
+		logger.V(2).Info("Disrupted pod was never observed; no budget is charged", "action", req.action, "pod", klog.KRef(req.namespace, req.pod))
+		r.result.Disruptions = append(r.result.Disruptions, d)
+		return
+	}
+	r.disrupted[key] = pre.UID
+	covering := r.covering(pre)
+	for _, b := range covering {
+		d.Budgets = append(d.Budgets, b.ref)
+	}
+	r.result.Disruptions = append(r.result.Disruptions, d)
+	for _, b := range covering {
+		b.disruptions++
+		healthy := r.healthy(b)
+		if d.WasHealthy && healthy < b.desired {
+			r.result.Violations = append(r.result.Violations, Violation{Budget: b.ref, Disruption: d, Healthy: healthy, Desired: b.desired})
+		}
+		r.track(b, healthy)
+	}
+}
+
+// lastStateBefore returns the pod as it was just before a disruption that
+// the replay has reached: its current state, or a later observation of the
+// same pod that is not yet terminating. The informers see changes a little
+// after the API server makes them; every such observation before the
+// termination shows a write that the API server made before the
+// disruption's own write, because the disruption's write is the one that
+// makes the pod terminating (or deletes it).
+func (r *replayer) lastStateBefore(key podKey, cur *corev1.Pod) *corev1.Pod {
+	pre := cur
+	var uid types.UID
+	if cur != nil {
+		uid = cur.UID
+	}
+	for _, o := range r.future[key] {
+		if o.pod == nil || o.pod.DeletionTimestamp != nil {
+			break
+		}
+		if uid != "" && o.pod.UID != uid {
+			break
+		}
+		uid = o.pod.UID
+		pre = o.pod
+	}
+	return pre
+}
+
+// covering returns the live budgets that cover pod, sorted by reference.
+func (r *replayer) covering(pod *corev1.Pod) []*budgetState {
+	var out []*budgetState
+	for _, b := range r.byNS[pod.Namespace] {
+		if b.cov.covers(pod, r.workloads) {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b *budgetState) int { return compareRefs(a.ref, b.ref) })
+	return out
+}
+
+// healthy counts the pods b covers that are Ready, not terminating and not
+// disrupted according to the audit log.
+func (r *replayer) healthy(b *budgetState) int32 {
+	var n int32
+	for name, p := range r.podsByNS[b.ref.Namespace] {
+		if !podHealthy(p) {
+			continue
+		}
+		if uid, ok := r.disrupted[podKey{b.ref.Namespace, name}]; ok && uid == p.UID {
+			continue
+		}
+		if b.cov.covers(p, r.workloads) {
+			n++
+		}
+	}
+	return n
+}
+
+// track records healthy as b's current healthy count: the budget is met
+// once its status is known and healthy reaches desired, and from then on
+// the lowest healthy count is kept.
+func (r *replayer) track(b *budgetState, healthy int32) {
+	if !b.live {
+		return
+	}
+	if !b.met {
+		if b.statusKnown && healthy >= b.desired {
+			b.met = true
+			b.lowest = healthy
+			b.lowestDesired = b.desired
+		}
+		return
+	}
+	if healthy < b.lowest {
+		b.lowest = healthy
+		b.lowestDesired = b.desired
+	}
+}
+
+func (r *replayer) summarize() {
+	for _, b := range r.budgets {
+		s := BudgetSummary{Budget: b.ref, Met: b.met, Disruptions: b.disruptions, Desired: b.desired}
+		if b.met {
+			s.LowestHealthy = b.lowest
+			s.Desired = b.lowestDesired
+		}
+		r.result.Budgets = append(r.result.Budgets, s)
+	}
+	slices.SortFunc(r.result.Budgets, func(a, b BudgetSummary) int { return compareRefs(a.Budget, b.Budget) })
+}
+
+func compareRefs(a, b BudgetRef) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
