@@ -1,0 +1,324 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/sandbox"
+)
+
+// TestAuditorOnTheSandboxControlPlane runs the auditor against the real
+// kube-apiserver of package sandbox, started with APIServerFlags: an
+// eviction by the descheduler's user agent and a delete by the scheduler's
+// are attributed to them, the delete that takes a PDB below its desired
+// count is a violation, an eviction that a PDB forbids is a 429 refusal, and
+// the simulated kubelet's deletes of the terminating pods are ignored. It
+// calls Finish right after the last request returned, with no wait.
+func TestAuditorOnTheSandboxControlPlane(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	flags, logPath, err := APIServerFlags(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := sandbox.DefaultOptions()
+	opts.APIServerFlags = flags
+	cp, err := sandbox.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("start the sandbox control plane: %v", err)
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop the control plane: %v", err)
+		}
+	}()
+
+	a, err := New(Options{
+		Config:  cp.Config,
+		LogPath: logPath,
+		Components: []ComponentMatch{
+			{UserAgentPrefix: "sandbox-scheduler", Component: ComponentScheduler},
+			{UserAgentPrefix: "sandbox-descheduler", Component: ComponentDescheduler},
+		},
+		Ignore: []string{"sandbox-kubelet", "sandbox-runner"},
+		PUBs:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("start the auditor: %v", err)
+	}
+
+	runner := clientWithUserAgent(t, cp.Config, "sandbox-runner")
+	scheduler := clientWithUserAgent(t, cp.Config, "sandbox-scheduler")
+	descheduler := clientWithUserAgent(t, cp.Config, "sandbox-descheduler")
+
+	const ns = "audit"
+	if _, err := runner.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	node := readyNode(ctx, t, runner)
+	for _, p := range []struct{ name, app string }{{"web-a", "web"}, {"web-b", "web"}, {"web-c", "web"}, {"locked-0", "locked"}} {
+		createBoundPod(ctx, t, runner, ns, p.name, p.app, node)
+	}
+	waitUntil(ctx, t, "4 pods Running and Ready", func(ctx context.Context) (bool, error) {
+		pods, err := runner.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range pods.Items {
+			if podHealthy(&pods.Items[i]) {
+				ready++
+			}
+		}
+		return ready == 4, nil
+	})
+	createPDB(ctx, t, runner, ns, "web", 2, 1)    // 3 healthy, 2 desired: 1 allowed
+	createPDB(ctx, t, runner, ns, "locked", 1, 0) // 1 healthy, 1 desired: none allowed
+
+	if code, err := evict(ctx, descheduler, ns, "web-a"); code != 201 {
+		t.Fatalf("evict web-a: code %d, %v", code, err)
+	}
+	if err := scheduler.CoreV1().Pods(ns).Delete(ctx, "web-b", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete web-b: %v", err)
+	}
+	if code, _ := evict(ctx, descheduler, ns, "locked-0"); code != 429 {
+		t.Fatalf("evict locked-0: code %d, want 429", code)
+	}
+	// In blocking mode the line is in the file once the client has the answer.
+	if !logHasRequest(t, logPath, "locked-0", 429) {
+		t.Errorf("the refused eviction of locked-0 is not in the audit log right after its response")
+	}
+	// The simulated kubelet finishes web-a and web-b; its deletes are ignored.
+	waitUntil(ctx, t, "web-a and web-b gone", func(ctx context.Context) (bool, error) {
+		pods, err := runner.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 2, err
+	})
+	// The runner's delete is ignored, but web-c is no longer healthy once the
+	// auditor's informer shows it terminating.
+	if err := runner.CoreV1().Pods(ns).Delete(ctx, "web-c", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete web-c as the runner: %v", err)
+	}
+	waitUntil(ctx, t, "the auditor to see web-c terminating", func(context.Context) (bool, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return slices.ContainsFunc(a.observations, func(o observation) bool {
+			return o.podKey == podKey{ns, "web-c"} && (o.pod == nil || o.pod.DeletionTimestamp != nil)
+		}), nil
+	})
+
+	res, err := a.Finish(ctx)
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+
+	web, locked := BudgetRef{KindPDB, ns, "web"}, BudgetRef{KindPDB, ns, "locked"}
+	wantDisruptions := []Disruption{
+		{Component: ComponentDescheduler, Action: ActionEvict, Namespace: ns, Pod: "web-a", Budgets: []BudgetRef{web}, WasHealthy: true},
+		{Component: ComponentScheduler, Action: ActionDelete, Namespace: ns, Pod: "web-b", Budgets: []BudgetRef{web}, WasHealthy: true},
+	}
+	ignoreTimeAndUA := cmpopts.IgnoreFields(Disruption{}, "Time", "UserAgent")
+	if diff := cmp.Diff(wantDisruptions, res.Disruptions, ignoreTimeAndUA); diff != "" {
+		t.Errorf("disruptions (-want,+got):\n%s", diff)
+	}
+	if len(res.Disruptions) == 2 && (res.Disruptions[0].Time.IsZero() || res.Disruptions[1].Time.Before(res.Disruptions[0].Time)) {
+		t.Errorf("disruption times are not the API server's receive times in order: %v, %v", res.Disruptions[0].Time, res.Disruptions[1].Time)
+	}
+	if len(res.Refusals) != 1 {
+		t.Fatalf("want one refusal, got %+v", res.Refusals)
+	}
+	if r := res.Refusals[0]; r.Component != ComponentDescheduler || r.Action != ActionEvict || r.Pod != "locked-0" || r.Code != 429 || r.Message == "" {
+		t.Errorf("refusal: got %+v, want the descheduler's eviction of locked-0 refused with 429 and a message", r)
+	}
+	wantViolations := []Violation{{Budget: web, Disruption: wantDisruptions[1], Healthy: 1, Desired: 2}}
+	if diff := cmp.Diff(wantViolations, res.Violations, ignoreTimeAndUA); diff != "" {
+		t.Errorf("violations (-want,+got):\n%s", diff)
+	}
+	wantBudgets := []BudgetSummary{
+		{Budget: locked, Desired: 1, Met: true, LowestHealthy: 1},
+		{Budget: web, Desired: 2, Met: true, LowestHealthy: 0, Disruptions: 2},
+	}
+	if diff := cmp.Diff(wantBudgets, res.Budgets); diff != "" {
+		t.Errorf("budgets (-want,+got):\n%s", diff)
+	}
+
+	// Every component reaches kube-apiserver as the same loopback user: the
+	// user agent is the only thing that tells them apart.
+	users, agents := logUsers(t, logPath)
+	t.Logf("audited users %q, user agents %q", users, agents)
+	if len(users) != 1 {
+		t.Errorf("want every audited request from one user, got %v", users)
+	}
+	for _, want := range []string{"sandbox-runner", "sandbox-scheduler", "sandbox-descheduler", "sandbox-kubelet"} {
+		if !slices.ContainsFunc(agents, func(ua string) bool { c := Options{Ignore: []string{want}}; _, ig := c.classify(ua); return ig }) {
+			t.Errorf("no audited request from %s; user agents: %v", want, agents)
+		}
+	}
+}
+
+func clientWithUserAgent(t *testing.T, cfg *rest.Config, ua string) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), ua))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitUntil(ctx context.Context, t *testing.T, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	}
+}
+
+// readyNode creates a Node and waits until the simulated kubelet has made
+// it Ready and untainted.
+func readyNode(ctx context.Context, t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "audit-node"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110"),
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(ctx, t, "node Ready and untainted", func(ctx context.Context) (bool, error) {
+		node, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil || len(node.Spec.Taints) > 0 {
+			return false, err
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return n.Name
+}
+
+func createBoundPod(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name, app, node string) {
+	t.Helper()
+	_, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Containers:                    []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s: %v", name, err)
+	}
+}
+
+// createPDB creates a PDB with minAvailable over the pods labelled app=name
+// and waits until the disruption controller has computed its status.
+func createPDB(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string, minAvailable, allowed int32) {
+	t.Helper()
+	_, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(minAvailable)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create PDB %s: %v", name, err)
+	}
+	waitUntil(ctx, t, fmt.Sprintf("PDB %s with %d disruptions allowed", name, allowed), func(ctx context.Context) (bool, error) {
+		p, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.ObservedGeneration == p.Generation && p.Status.DesiredHealthy == minAvailable && p.Status.DisruptionsAllowed == allowed, nil
+	})
+}
+
+// evict posts an eviction once: client-go's typed Evict retries 429s.
+func evict(ctx context.Context, c kubernetes.Interface, ns, pod string) (int, error) {
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}}
+	var code int
+	err := c.PolicyV1().RESTClient().Post().AbsPath("/api/v1").Namespace(ns).Resource("pods").Name(pod).
+		SubResource("eviction").MaxRetries(0).Body(ev).Do(ctx).StatusCode(&code).Error()
+	return code, err
+}
+
+// logHasRequest reports whether the audit log holds a final line for a
+// request on pod answered with code.
+func logHasRequest(t *testing.T, path, pod string, code int32) bool {
+	t.Helper()
+	found := false
+	readLog(t, path, func(ev *auditv1.Event) {
+		if ev.ObjectRef != nil && ev.ObjectRef.Name == pod && ev.ResponseStatus != nil && ev.ResponseStatus.Code == code {
+			found = true
+		}
+	})
+	return found
+}
+
+// logUsers returns the distinct users and user agents in the audit log.
+func logUsers(t *testing.T, path string) (users, agents []string) {
+	t.Helper()
+	readLog(t, path, func(ev *auditv1.Event) {
+		if !slices.Contains(users, ev.User.Username) {
+			users = append(users, ev.User.Username)
+		}
+		if !slices.Contains(agents, ev.UserAgent) {
+			agents = append(agents, ev.UserAgent)
+		}
+	})
+	return users, agents
+}
+
+func readLog(t *testing.T, path string, each func(*auditv1.Event)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev auditv1.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("audit log line: %v", err)
+		}
+		each(&ev)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
