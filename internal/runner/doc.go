@@ -1,0 +1,12 @@
+// Package runner executes a sandbox scenario once: it starts the in-process
+// control plane from package sandbox with kube-apiserver's audit log on, runs
+// kube-scheduler in-process and the descheduler on demand, carries out the
+// scenario's steps, and returns what the independent auditor saw together with
+// budgetguard's own refusals. cmd/sandbox runs it once per mode.
+//
+// In ModeBudgetguard the components use the scenario's scheduler configuration
+// and descheduler policy as written (BudgetAwarePreemption, BudgetAwareEvictor).
+// In ModeUpstream the same files are rewritten to the stock plugins
+// (DefaultPreemption, DefaultEvictor) first; see UpstreamSchedulerConfig and
+// UpstreamPolicy.
+package runner
