@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	schedv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/klog/v2"
+	schedv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
