@@ -113,7 +113,7 @@ func UpstreamPolicy(policy *api.DeschedulerPolicy) []string {
 		p.Plugins.PreEvictionFilter.Enabled = slices.DeleteFunc(p.Plugins.PreEvictionFilter.Enabled, isOurs)
 		p.PluginConfigs = slices.DeleteFunc(p.PluginConfigs, func(pc api.PluginConfig) bool { return isOurs(pc.Name) })
 		if after := len(p.Plugins.Filter.Enabled) + len(p.Plugins.PreEvictionFilter.Enabled) + len(p.PluginConfigs); after != before {
-			notes = append(notes, fmt.Sprintf("upstream: descheduler profile %s runs without %s", p.Name, budgetevictor.PluginName))
+			notes = append(notes, fmt.Sprintf("descheduler profile %s runs without %s", p.Name, budgetevictor.PluginName))
 		}
 	}
 	return notes

@@ -144,7 +144,7 @@ func UpstreamSchedulerConfig(cfg *schedv1.KubeSchedulerConfiguration) []string {
 			changed = true
 		}
 		if changed {
-			notes = append(notes, fmt.Sprintf("upstream: profile %s uses %s in place of %s",
+			notes = append(notes, fmt.Sprintf("profile %s uses %s in place of %s",
 				ptr.Deref(p.SchedulerName, defaultSchedulerName), defaultPreemption, budgetpreemption.Name))
 		}
 	}

@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/budgetguard/budgetguard/internal/audit"
+	"github.com/budgetguard/budgetguard/internal/report"
+)
+
+// The counters of budgetguard's refusals, as plugins/budgetevictor and
+// plugins/budgetpreemption register them in the legacy registry.
+const (
+	// evictorRefusedMetric has labels extension_point and reason.
+	evictorRefusedMetric = "budgetguard_evictor_evictions_refused_total"
+	// preemptionBlockedMetric has the label reason.
+	preemptionBlockedMetric = "budgetguard_preemption_blocked_total"
+)
+
+// refusalKey is one series of refusals, summed over the evictor's
+// extension points.
+type refusalKey struct {
+	component audit.Component
+	reason    string
+}
+
+// refusalCounts reads budgetguard's refusal counters from g.
+func refusalCounts(g prometheus.Gatherer) (map[refusalKey]float64, error) {
+	families, err := g.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather budgetguard's metrics: %w", err)
+	}
+	counts := map[refusalKey]float64{}
+	for _, f := range families {
+		var component audit.Component
+		switch f.GetName() {
+		case evictorRefusedMetric:
+			component = audit.ComponentDescheduler
+		case preemptionBlockedMetric:
+			component = audit.ComponentScheduler
+		default:
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := refusalKey{component: component}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					key.reason = l.GetValue()
+				}
+			}
+			counts[key] += m.GetCounter().GetValue()
+		}
+	}
+	return counts, nil
+}
+
+// refusalDelta returns what after counts beyond before, sorted by
+// component and reason.
+func refusalDelta(before, after map[refusalKey]float64) []report.PluginRefusal {
+	out := []report.PluginRefusal{}
+	for k, v := range after {
+		if n := int(v - before[k]); n > 0 {
+			out = append(out, report.PluginRefusal{Component: k.component, Reason: k.reason, Count: n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Component != out[j].Component {
+			return out[i].Component < out[j].Component
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out
+}
+
+// legacyGatherer is where both plugins register their metrics.
+var legacyGatherer prometheus.Gatherer = legacyregistry.DefaultGatherer

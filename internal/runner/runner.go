@@ -1,0 +1,329 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/budgetguard/budgetguard/internal/audit"
+	"github.com/budgetguard/budgetguard/internal/report"
+	"github.com/budgetguard/budgetguard/internal/scenario"
+	"github.com/budgetguard/budgetguard/manifests"
+	"github.com/budgetguard/budgetguard/sandbox"
+)
+
+// User agents of the runner's own clients. The auditor ignores the runner's
+// and the kubelet's requests and attributes the components' by these.
+const (
+	runnerUserAgent      = "sandbox-runner"
+	deschedulerUserAgent = "sandbox-descheduler"
+	kubeletUserAgent     = "sandbox-kubelet"
+)
+
+// finalSettle is how long Run waits after the last step, so that the
+// controllers, the kubelet and the auditor's informers catch up.
+const finalSettle = time.Second
+
+// Options configure a run.
+type Options struct {
+	// Progress receives one line per stage of the run: the control plane
+	// coming up, then each step with its outcome and duration. Nil discards
+	// them. Progress is written here and never through klog, which the
+	// sandbox silences while the control plane runs.
+	Progress io.Writer
+	// Verbose leaves the logs of etcd, kube-apiserver, the controllers, the
+	// scheduler and the descheduler on (klog, to stderr).
+	Verbose bool
+}
+
+// run is the state of one Run.
+type run struct {
+	sc       *scenario.Scenario
+	mode     report.Mode
+	progress io.Writer
+	client   kubernetes.Interface
+	kruise   kruiseclientset.Interface
+	// deschedulerClient is the descheduler's client; policyPath its
+	// checked policy file ("" when no step deschedules).
+	deschedulerClient kubernetes.Interface
+	policyPath        string
+	policySource      string
+	notes             []string
+}
+
+func (r *run) printf(format string, args ...any) {
+	fmt.Fprintf(r.progress, "[%s] "+format+"\n", append([]any{r.mode}, args...)...)
+}
+
+// Run executes sc once in mode on a fresh control plane and returns what the
+// auditor saw and what budgetguard's plugins refused. It stops everything it
+// started before it returns. A run whose components broke budgets is not an
+// error; a scenario step that fails (a wait that times out without
+// continueOnTimeout, an object the API server rejects) is, and names the
+// step as steps[i].
+//
+// Only one control plane runs in a process at a time, so runs cannot
+// overlap; run the modes one after the other.
+func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Options) (_ report.Run, err error) {
+	if sc == nil {
+		return report.Run{}, errors.New("runner: no scenario")
+	}
+	if mode != report.ModeUpstream && mode != report.ModeBudgetguard {
+		return report.Run{}, fmt.Errorf("runner: unknown mode %q, want %q or %q", mode, report.ModeUpstream, report.ModeBudgetguard)
+	}
+	began := time.Now()
+	r := &run{sc: sc, mode: mode, progress: opts.Progress}
+	if r.progress == nil {
+		r.progress = io.Discard
+	}
+	logger := klog.FromContext(ctx)
+
+	dir, err := os.MkdirTemp("", "budgetguard-run-")
+	if err != nil {
+		return report.Run{}, fmt.Errorf("create a temporary directory: %w", err)
+	}
+	defer func() {
+		if rmErr := os.RemoveAll(dir); rmErr != nil && err == nil {
+			err = fmt.Errorf("remove %s: %w", dir, rmErr)
+		}
+	}()
+
+	// The configuration is checked before the control plane starts, so a
+	// bad file fails fast.
+	schedSource, schedData, err := readOrShipped(sc, sc.SchedulerConfig, "manifests/scheduler/scheduler-config.yaml", manifests.SchedulerConfig)
+	if err != nil {
+		return report.Run{}, err
+	}
+	schedCfg, err := loadSchedulerConfig(logger, dir, schedSource, schedData, mode)
+	if err != nil {
+		return report.Run{}, err
+	}
+	if deschedules(sc) {
+		var policyData []byte
+		r.policySource, policyData, err = readOrShipped(sc, sc.DeschedulerPolicy, "manifests/descheduler/policy.yaml", manifests.DeschedulerPolicy)
+		if err != nil {
+			return report.Run{}, err
+		}
+		if r.policyPath, err = checkPolicy(dir, r.policySource, policyData); err != nil {
+			return report.Run{}, err
+		}
+	}
+
+	flags, logPath, err := audit.APIServerFlags(dir)
+	if err != nil {
+		return report.Run{}, err
+	}
+	sbOpts := sandbox.DefaultOptions()
+	sbOpts.Verbose = opts.Verbose
+	sbOpts.APIServerFlags = flags
+	// TODO(sandbox): set sbOpts.SimulatePUBStatus = true once sandbox.Options
+	// has it; until then PodUnavailableBudgets get no status in a run.
+	r.printf("starting the control plane")
+	cp, err := sandbox.Start(ctx, sbOpts)
+	if err != nil {
+		return report.Run{}, fmt.Errorf("start the control plane: %w", err)
+	}
+	defer func() {
+		if stopErr := cp.Stop(); stopErr != nil && err == nil {
+			err = fmt.Errorf("stop the control plane: %w", stopErr)
+		}
+	}()
+	r.printf("control plane up in %.1fs", cp.StartDuration.Seconds())
+	setCurrent(cp)
+	defer setCurrent(nil)
+	if err := r.newClients(cp.Config); err != nil {
+		return report.Run{}, err
+	}
+
+	before, err := refusalCounts(legacyGatherer)
+	if err != nil {
+		return report.Run{}, err
+	}
+	auditor, err := audit.New(audit.Options{
+		Config:  cp.Config,
+		LogPath: logPath,
+		Components: []audit.ComponentMatch{
+			{UserAgentPrefix: schedulerUserAgent, Component: audit.ComponentScheduler},
+			{UserAgentPrefix: deschedulerUserAgent, Component: audit.ComponentDescheduler},
+		},
+		Ignore: []string{kubeletUserAgent, runnerUserAgent},
+		PUBs:   sbOpts.InstallPUBCRD,
+	})
+	if err != nil {
+		return report.Run{}, err
+	}
+	if err := auditor.Start(ctx); err != nil {
+		return report.Run{}, err
+	}
+	finished := false
+	defer func() {
+		if !finished {
+			_, _ = auditor.Finish(context.WithoutCancel(ctx))
+		}
+	}()
+
+	sched, err := startScheduler(ctx, cp.Config, schedCfg, mode)
+	if err != nil {
+		return report.Run{}, err
+	}
+	defer sched.stop()
+	for _, n := range schedCfg.notes {
+		r.printf("%s", n)
+	}
+	r.printf("scheduler up: profiles %s", strings.Join(profileNames(schedCfg), ", "))
+
+	for i, step := range sc.Steps {
+		if err := r.step(ctx, i, step); err != nil {
+			return report.Run{}, err
+		}
+	}
+
+	if err := settle(ctx, finalSettle); err != nil {
+		return report.Run{}, err
+	}
+	// Stop the scheduler before the auditor reads the log to its end, so
+	// that every request it made is in the log.
+	sched.stop()
+	finished = true
+	result, err := auditor.Finish(ctx)
+	if err != nil {
+		return report.Run{}, err
+	}
+	after, err := refusalCounts(legacyGatherer)
+	if err != nil {
+		return report.Run{}, err
+	}
+	out := report.Run{
+		Mode:     mode,
+		Refusals: refusalDelta(before, after),
+		Audit:    result,
+		Notes:    r.notes,
+		Duration: time.Since(began),
+	}
+	r.printf("done in %.1fs: the auditor saw %s and %s", out.Duration.Seconds(), plural(len(result.Disruptions), "disruption"), plural(len(result.Violations), "budget violation"))
+	return out, nil
+}
+
+// newClients builds the runner's clients with the runner's user agent.
+func (r *run) newClients(config *rest.Config) error {
+	cfg := rest.AddUserAgent(rest.CopyConfig(config), runnerUserAgent)
+	// Wait steps poll every 200ms; the default 5 QPS would throttle them.
+	cfg.QPS, cfg.Burst = 100, 200
+	var err error
+	if r.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("runner client: %w", err)
+	}
+	if r.kruise, err = kruiseclientset.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("runner kruise client: %w", err)
+	}
+	dcfg := rest.AddUserAgent(rest.CopyConfig(config), deschedulerUserAgent)
+	// The descheduler's loop posts its evictions in bursts.
+	dcfg.QPS, dcfg.Burst = 100, 200
+	if r.deschedulerClient, err = kubernetes.NewForConfig(dcfg); err != nil {
+		return fmt.Errorf("descheduler client: %w", err)
+	}
+	return nil
+}
+
+// step runs steps[i] and writes its progress line.
+func (r *run) step(ctx context.Context, i int, step scenario.Step) error {
+	began := time.Now()
+	name := describeStep(step)
+	line := func(outcome string) {
+		r.printf("step %d/%d %s: %s (%.1fs)", i+1, len(r.sc.Steps), name, outcome, time.Since(began).Seconds())
+	}
+	outcome, err := r.do(ctx, step)
+	if err != nil && step.Wait != nil && step.Wait.ContinueOnTimeout && errors.Is(err, errTimedOut) {
+		note := fmt.Sprintf("steps[%d] %s: %v (continueOnTimeout)", i, name, err)
+		r.notes = append(r.notes, note)
+		line(err.Error() + ", continuing")
+		return nil
+	}
+	if err != nil {
+		line("failed")
+		return fmt.Errorf("steps[%d] %s: %w", i, name, err)
+	}
+	line(outcome)
+	return nil
+}
+
+// do carries out one step and returns a short outcome.
+func (r *run) do(ctx context.Context, step scenario.Step) (string, error) {
+	switch {
+	case step.Apply != nil:
+		return r.apply(ctx, step.Apply.Phase)
+	case step.Wait != nil:
+		seen, err := r.wait(ctx, step.Wait)
+		if err != nil {
+			return "", err
+		}
+		return "ok, " + seen, nil
+	case step.SetReadiness != nil:
+		return r.setReadiness(ctx, step.SetReadiness)
+	case step.Deschedule != nil:
+		return r.deschedule(ctx)
+	case step.Settle != nil:
+		return "ok", settle(ctx, step.Settle.Duration)
+	}
+	return "", errors.New("the step sets no action")
+}
+
+// deschedule loads the policy afresh (the descheduler's defaulting writes
+// into it) and runs one descheduling loop.
+func (r *run) deschedule(ctx context.Context) (string, error) {
+	policy, notes, err := loadPolicy(r.policyPath, r.policySource, r.deschedulerClient, r.mode)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range notes {
+		r.printf("%s", n)
+	}
+	if err := runDescheduler(ctx, r.deschedulerClient, policy); err != nil {
+		return "", err
+	}
+	return "one loop", nil
+}
+
+// deschedules reports whether a step of sc runs the descheduler.
+func deschedules(sc *scenario.Scenario) bool {
+	for _, s := range sc.Steps {
+		if s.Deschedule != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// readOrShipped reads the file path names, relative to the scenario file's
+// directory, or returns the shipped manifest when path is "".
+func readOrShipped(sc *scenario.Scenario, path, shippedName string, shipped []byte) (string, []byte, error) {
+	if path == "" {
+		return shippedName + " (shipped)", shipped, nil
+	}
+	if !filepath.IsAbs(path) && sc.Path != "" {
+		path = filepath.Join(filepath.Dir(sc.Path), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("scenario %s: %w", sc.Path, err)
+	}
+	return path, data, nil
+}
+
+func profileNames(cfg *schedulerConfig) []string {
+	var names []string
+	for _, p := range cfg.config.Profiles {
+		names = append(names, p.SchedulerName)
+	}
+	return names
+}
