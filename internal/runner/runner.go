@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -304,14 +303,12 @@ func deschedules(sc *scenario.Scenario) bool {
 	return false
 }
 
-// readOrShipped reads the file path names, relative to the scenario file's
-// directory, or returns the shipped manifest when path is "".
+// readOrShipped reads the file at path (which the scenario has resolved
+// against its own directory), or returns the shipped manifest when path is
+// "".
 func readOrShipped(sc *scenario.Scenario, path, shippedName string, shipped []byte) (string, []byte, error) {
 	if path == "" {
 		return shippedName + " (shipped)", shipped, nil
-	}
-	if !filepath.IsAbs(path) && sc.Path != "" {
-		path = filepath.Join(filepath.Dir(sc.Path), path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

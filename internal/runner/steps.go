@@ -20,12 +20,8 @@ import (
 	"github.com/budgetguard/budgetguard/internal/scenario"
 )
 
-const (
-	// pollInterval is how often a wait step checks its condition.
-	pollInterval = 200 * time.Millisecond
-	// defaultWaitTimeout bounds a wait step without a timeout.
-	defaultWaitTimeout = 60 * time.Second
-)
+// pollInterval is how often a wait step checks its condition.
+const pollInterval = 200 * time.Millisecond
 
 // describeStep names a step the way progress lines and errors show it.
 func describeStep(s scenario.Step) string {
@@ -57,13 +53,13 @@ func describeStep(s scenario.Step) string {
 // apply creates every object of phase, in document order, with the runner's
 // clients. Each run creates its own copies, so a scenario can run again.
 func (r *run) apply(ctx context.Context, phase string) (string, error) {
-	objects := objectsInPhase(r.sc, phase)
+	objects := r.sc.ObjectsInPhase(phase)
 	if len(objects) == 0 {
 		return "", fmt.Errorf("no objects in phase %q", phase)
 	}
 	for _, o := range objects {
 		if err := r.create(ctx, o.Object.DeepCopyObject()); err != nil {
-			return "", fmt.Errorf("%s: %w", describeObject(o), err)
+			return "", fmt.Errorf("%s: %w", o.Describe(), err)
 		}
 	}
 	return plural(len(objects), "object"), nil
@@ -118,7 +114,7 @@ var errTimedOut = errors.New("timed out")
 func (r *run) wait(ctx context.Context, w *scenario.WaitStep) (string, error) {
 	timeout := w.Timeout
 	if timeout <= 0 {
-		timeout = defaultWaitTimeout
+		timeout = scenario.DefaultWaitTimeout
 	}
 	var check func(context.Context) (bool, string, error)
 	switch {
