@@ -6,7 +6,7 @@ GO ?= go
 TOOLS = $(GO) tool -modfile=hack/tools/go.mod
 export GO
 
-.PHONY: all build test test-unit test-integration bench manifests verify
+.PHONY: all build demo test test-unit test-integration bench manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -15,6 +15,13 @@ all: build
 
 build:
 	$(GO) build ./...
+	$(GO) build -o bin/sandbox ./cmd/sandbox
+
+# The showcase: the same scenario with upstream DefaultPreemption, then with
+# budgetguard, side by side (about 30 s once built).
+demo:
+	$(GO) build -o bin/sandbox ./cmd/sandbox
+	bin/sandbox run --compare examples/scenarios/preemption-under-pdb.yaml
 
 test: test-unit test-integration
 
