@@ -17,6 +17,9 @@ import (
 type fieldProblem struct {
 	field  string
 	detail string
+	// strict marks an unknown field or a field set twice: the value still
+	// decoded in full.
+	strict bool
 }
 
 // decodeStrict decodes JSON into the value into points to, case-sensitively,
@@ -46,7 +49,7 @@ func decodeStrict(data []byte, into any, prefix string) []fieldProblem {
 		if strings.HasPrefix(e.Error(), "duplicate field") {
 			detail = "set twice"
 		}
-		out = append(out, fieldProblem{field: joinField(prefix, fe.FieldPath()), detail: detail})
+		out = append(out, fieldProblem{field: joinField(prefix, fe.FieldPath()), detail: detail, strict: true})
 	}
 	return out
 }
@@ -78,7 +81,7 @@ func (c culprit) detail() string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(c.err, &typeErr) {
 		want := describeType(typeErr.Type)
-		if c.typ == intOrStringType {
+		if t := c.typ; t != nil && (t == intOrStringType || t.Kind() == reflect.Pointer && t.Elem() == intOrStringType) {
 			want = "an integer or a string such as 50%"
 		}
 		got := describeJSONValue(typeErr.Value)

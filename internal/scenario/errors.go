@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -65,8 +67,8 @@ func describeDocument(doc int, object string) string {
 	return fmt.Sprintf("document %d (%s)", doc, object)
 }
 
-// ErrorList is every problem Parse found, in file order. Its message has one
-// problem per line.
+// ErrorList is every problem Parse found, ordered by document. Its message
+// has one problem per line.
 type ErrorList []*FieldError
 
 func (l ErrorList) Error() string {
@@ -100,6 +102,8 @@ func (c *collector) err() error {
 	if len(c.errs) == 0 {
 		return nil
 	}
+	// Checks across documents run last; put every problem in file order.
+	slices.SortStableFunc(c.errs, func(a, b *FieldError) int { return cmp.Compare(a.Document, b.Document) })
 	if c.dropped > 0 {
 		c.errs = append(c.errs, &FieldError{File: c.file, Document: -1,
 			Detail: fmt.Sprintf("%d more problems not shown", c.dropped)})
@@ -112,9 +116,19 @@ type docErrors struct {
 	c      *collector
 	doc    int
 	object string
+	// bad are the fields that already have a problem; a later check of the
+	// same field or one inside it (such as "count: must be at least 1" after
+	// "count: wrong type") would only repeat it.
+	bad []string
 }
 
 func (d *docErrors) field(field, format string, args ...any) {
+	for _, b := range d.bad {
+		if field == b || strings.HasPrefix(field, b+".") || strings.HasPrefix(field, b+"[") {
+			return
+		}
+	}
+	d.bad = append(d.bad, field)
 	d.c.add(&FieldError{Document: d.doc, Object: d.object, Field: field, Detail: fmt.Sprintf(format, args...)})
 }
 

@@ -118,13 +118,16 @@ func (p probe) label() string {
 
 // objectLabel renders "PodDisruptionBudget shop/web" or "Node node-a".
 func objectLabel(kind, namespace, name string) string {
+	if namespace != "" && name != "" {
+		name = namespace + "/" + name
+	}
 	switch {
+	case kind == "":
+		return name
 	case name == "":
 		return kind
-	case namespace == "":
-		return kind + " " + name
 	default:
-		return kind + " " + namespace + "/" + name
+		return kind + " " + name
 	}
 }
 
@@ -149,8 +152,14 @@ func parseManifest(c *collector, d document) (Object, bool) {
 	}
 	before := c.total
 	obj := k.newObject()
-	for _, prob := range decodeStrict(j, obj, "") {
+	problems := decodeStrict(j, obj, "")
+	for _, prob := range problems {
 		de.field(prob.field, "%s", prob.detail)
+	}
+	if len(problems) > 0 && !problems[0].strict {
+		// A value that does not decode may have stopped the decoder: the
+		// fields after it are unset, and checking them would mislead.
+		return Object{}, false
 	}
 	meta := objectMeta(obj)
 	checkMeta(de, k, meta)
