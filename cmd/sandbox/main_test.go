@@ -81,7 +81,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"bad --output", []string{"run", "--output", "yaml", "scenario.yaml"}, []string{`invalid value "yaml" for --output`, "table or json"}},
 		{"no scenario", []string{"run"}, []string{"exactly one argument"}},
 		{"two scenarios", []string{"run", "a.yaml", "b.yaml"}, []string{"exactly one argument", "got 2"}},
-		{"unknown flag", []string{"run", "--comapre", "a.yaml"}, []string{"unknown flag: --comapre"}},
+		{"unknown flag", []string{"run", "--compair", "a.yaml"}, []string{"unknown flag: --compair"}},
 		{"unknown command", []string{"frob"}, []string{`unknown command "frob"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
