@@ -37,6 +37,37 @@ type Options struct {
 	// it is served. DefaultOptions sets it; leave it false to run without PUBs.
 	InstallPUBCRD bool
 
+	// SimulatePUBStatus runs a stand-in for the status half of OpenKruise's
+	// PodUnavailableBudget controller (kruise v1.8.0), so that PUBs get the
+	// status they would get in a cluster with OpenKruise installed. It
+	// needs InstallPUBCRD; without it, Start logs that and runs no
+	// simulation. Off by default.
+	//
+	// For each PUB it writes observedGeneration, totalReplicas (for
+	// spec.targetRef the workload's spec.replicas; for spec.selector the
+	// summed spec.replicas of the workloads controlling the matched active
+	// pods, so bare pods count 0; the annotation
+	// pub.kruise.io/protect-total-replicas overrides both),
+	// desiredAvailable (totalReplicas minus maxUnavailable, or
+	// minAvailable; percentages rounded up), currentAvailable (covered
+	// pods that are active, Running and Ready, without an
+	// unavailable-pod.kruise.io/ label and not listed in disruptedPods or
+	// unavailablePods) and unavailableAllowed (currentAvailable minus
+	// desiredAvailable, never below 0). It drops disruptedPods entries
+	// after 20s and unavailablePods entries after 10s, and entries of pods
+	// no longer covered and active. targetRef resolves Deployments
+	// (through their ReplicaSets), ReplicaSets, StatefulSets and
+	// ReplicationControllers by owner UID.
+	//
+	// It does not simulate OpenKruise's webhook: nothing refuses an
+	// eviction or deletion because of a PUB, and nothing adds entries to
+	// disruptedPods or unavailablePods. It does not annotate pods with
+	// kruise.io/related-pub, checks no in-place update or sidecar
+	// consistency, and resolves no other workload kinds (their PUBs cover
+	// no pods). It reconciles at once on pod changes where OpenKruise
+	// waits 5s after a pod starts terminating.
+	SimulatePUBStatus bool
+
 	// NodeCapacity is what the simulated kubelet puts in a Node's status for
 	// each resource that the status does not list yet. Allocatable defaults
 	// to capacity. Default: DefaultNodeCapacity (4 CPUs, 16Gi, 110 pods).
@@ -122,7 +153,7 @@ var (
 
 // Start starts embedded etcd, kube-apiserver, the disruption, ReplicaSet and
 // Deployment controllers and the simulated kubelet, and installs the
-// PodUnavailableBudget CRD if opts ask for it. It returns once all of them
+// PodUnavailableBudget CRD and simulates PUB status if opts ask for it. It returns once all of them
 // serve, or stops what it started and returns an error.
 //
 // ctx bounds the start and carries the logger; cancelling it later does not
@@ -193,6 +224,14 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	cp.Informers = informers.NewSharedInformerFactory(informerClient, 0)
 	if err := startControllers(componentCtx, kubeletCtx, &cp.wg, cp.Config, cp.Informers, cp.RESTMapper, opts); err != nil {
 		return nil, err
+	}
+	if opts.SimulatePUBStatus && !opts.InstallPUBCRD {
+		cp.logger.Info("Not simulating PodUnavailableBudget status: Options.SimulatePUBStatus needs Options.InstallPUBCRD")
+	} else if opts.SimulatePUBStatus {
+		pubCtx := klog.NewContext(runCtx, cp.logger.WithName("pub-status"))
+		if err := startPUBStatus(pubCtx, &cp.wg, cp.Config, cp.Informers); err != nil {
+			return nil, err
+		}
 	}
 	cp.Informers.Start(runCtx.Done())
 	if err := waitForCacheSync(logCtx, cp.Informers, time.Minute); err != nil {
