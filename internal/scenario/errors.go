@@ -131,7 +131,3 @@ func (d *docErrors) field(field, format string, args ...any) {
 	d.bad = append(d.bad, field)
 	d.c.add(&FieldError{Document: d.doc, Object: d.object, Field: field, Detail: fmt.Sprintf(format, args...)})
 }
-
-func (d *docErrors) line(line int, format string, args ...any) {
-	d.c.add(&FieldError{Document: d.doc, Object: d.object, Line: line, Detail: fmt.Sprintf(format, args...)})
-}

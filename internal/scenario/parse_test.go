@@ -146,8 +146,8 @@ func TestParseInvalid(t *testing.T) {
 		want  []want
 	}{
 		// Header.
-		{"header unknown top-level field", scenarioWith(headerStart + "descripton: x\n" + applySetup),
-			[]want{{0, "Scenario", "descripton", 0, "unknown field"}}},
+		{"header unknown top-level field", scenarioWith(headerStart + "summary: x\n" + applySetup),
+			[]want{{0, "Scenario", "summary", 0, "unknown field"}}},
 		{"header unknown metadata field", scenarioWith(strings.Replace(headerStart, "  name: t\n", "  name: t\n  labels: {a: b}\n", 1) + applySetup),
 			[]want{{0, "Scenario", "metadata.labels", 0, "unknown field"}}},
 		{"wrong apiVersion", scenarioWith(strings.Replace(headerStart, "v1alpha1", "v1", 1) + applySetup),
