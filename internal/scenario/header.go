@@ -60,9 +60,21 @@ var stepKeys = []string{"apply", "wait", "setReadiness", "deschedule", "settle"}
 // waitConditions are the keys of a wait's condition.
 var waitConditions = []string{"podsReady", "podScheduled", "budgetsObserved"}
 
+// applyRef is an apply step of the header, kept even when the step has
+// other problems, so that its phase does not look unapplied.
+type applyRef struct {
+	step  int
+	phase string
+}
+
 // parseHeader decodes and checks document 0 into s, reporting every problem
-// through d. Steps that have problems are left out of s.Steps.
-func parseHeader(s *Scenario, data []byte, baseDir string, d *docErrors) {
+// through d. Steps that have problems are left out of s.Steps; applies lists
+// every apply step that names a valid phase.
+func parseHeader(s *Scenario, data []byte, baseDir string, d *docErrors) (applies []applyRef) {
+	if kind := jsonKind(data); kind != "a mapping" {
+		d.field("", "got %s, want the scenario header (a mapping with apiVersion: %s, kind: %s, metadata and steps)", kind, APIVersion, Kind)
+		return nil
+	}
 	var h rawHeader
 	for _, p := range decodeStrict(data, &h, "") {
 		d.field(p.field, "%s", p.detail)
@@ -86,10 +98,15 @@ func parseHeader(s *Scenario, data []byte, baseDir string, d *docErrors) {
 		d.field("steps", "required: at least one step, such as \"- apply: {phase: %s}\"", DefaultPhase)
 	}
 	for i, raw := range h.Steps {
-		if st, ok := parseStep(i, raw, d); ok {
+		st, ok := parseStep(i, raw, d)
+		if ok {
 			s.Steps = append(s.Steps, st)
 		}
+		if st.Apply != nil && len(validation.IsDNS1123Label(st.Apply.Phase)) == 0 {
+			applies = append(applies, applyRef{step: i, phase: st.Apply.Phase})
+		}
 	}
+	return applies
 }
 
 // resolveFile resolves a file the header names, relative to baseDir, and

@@ -42,6 +42,7 @@ func Parse(data []byte, path, baseDir string) (*Scenario, error) {
 	docs := splitDocuments(data)
 
 	headerJSON, ok := documentJSON(c, docs[0], Kind)
+	var applies []applyRef
 	switch {
 	case !ok:
 	case isNull(headerJSON) && len(docs) == 1:
@@ -55,7 +56,7 @@ func Parse(data []byte, path, baseDir string) (*Scenario, error) {
 				Detail: fmt.Sprintf("the first document must be the scenario header (apiVersion: %s, kind: %s)", APIVersion, Kind)})
 			break
 		}
-		parseHeader(s, headerJSON, baseDir, &docErrors{c: c, doc: 0, object: Kind})
+		applies = parseHeader(s, headerJSON, baseDir, &docErrors{c: c, doc: 0, object: Kind})
 	}
 
 	for _, d := range docs[1:] {
@@ -63,7 +64,7 @@ func Parse(data []byte, path, baseDir string) (*Scenario, error) {
 			s.Objects = append(s.Objects, o)
 		}
 	}
-	checkObjects(c, s)
+	checkObjects(c, s, applies)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -229,9 +230,10 @@ type objectKey struct {
 	namespace, name string
 }
 
-// checkObjects checks what spans documents: duplicates, phases and steps,
-// and that namespaces exist before their objects are created.
-func checkObjects(c *collector, s *Scenario) {
+// checkObjects checks what spans documents: duplicates, phases and the
+// steps that apply them, and that namespaces exist before their objects are
+// created. applies are the header's apply steps.
+func checkObjects(c *collector, s *Scenario, applies []applyRef) {
 	seen := map[objectKey]Object{}
 	for _, o := range s.Objects {
 		m := objectMeta(o.Object)
@@ -247,24 +249,22 @@ func checkObjects(c *collector, s *Scenario) {
 	// applyStep maps a phase to the step that applies it. Objects are
 	// created in the order of that step, then of their documents.
 	applyStep := map[string]int{}
-	for _, st := range s.Steps {
-		if st.Apply == nil {
+	for _, a := range applies {
+		field := fmt.Sprintf("steps[%d].apply.phase", a.step)
+		if prev, dup := applyStep[a.phase]; dup {
+			c.add(&FieldError{Document: 0, Object: Kind, Field: field,
+				Detail: fmt.Sprintf("phase %q is already applied by steps[%d]; its objects can be created once", a.phase, prev)})
 			continue
 		}
-		field := fmt.Sprintf("steps[%d].apply.phase", st.Index)
-		if prev, dup := applyStep[st.Apply.Phase]; dup {
+		applyStep[a.phase] = a.step
+		if len(s.ObjectsInPhase(a.phase)) == 0 {
 			c.add(&FieldError{Document: 0, Object: Kind, Field: field,
-				Detail: fmt.Sprintf("phase %q is already applied by steps[%d]; its objects can be created once", st.Apply.Phase, prev)})
-			continue
-		}
-		applyStep[st.Apply.Phase] = st.Index
-		if len(s.ObjectsInPhase(st.Apply.Phase)) == 0 {
-			c.add(&FieldError{Document: 0, Object: Kind, Field: field,
-				Detail: fmt.Sprintf("no manifest is in phase %q (manifests name their phase in the annotation %s; the default is %q)", st.Apply.Phase, PhaseAnnotation, DefaultPhase)})
+				Detail: fmt.Sprintf("no manifest is in phase %q (manifests name their phase in the annotation %s; the default is %q)", a.phase, PhaseAnnotation, DefaultPhase)})
 		}
 	}
-	if len(s.Steps) == 0 {
-		// The header is broken; every phase would look unapplied.
+	if len(applies) == 0 && len(s.Steps) == 0 {
+		// The header is broken or has no steps (reported already); every
+		// phase would look unapplied.
 		return
 	}
 
