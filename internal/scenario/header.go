@@ -115,16 +115,17 @@ func resolveFile(d *docErrors, field, name, baseDir string) string {
 	if name == "" {
 		return ""
 	}
-	resolved := name
+	resolved, where := name, ""
 	if !filepath.IsAbs(name) {
 		resolved = filepath.Join(baseDir, name)
+		where = fmt.Sprintf(" (resolved relative to the scenario file as %s)", resolved)
 	}
 	fi, err := os.Stat(resolved)
 	switch {
 	case err != nil:
-		d.field(field, "file %q (resolved relative to the scenario file as %s): %v", name, resolved, unwrapPathError(err))
+		d.field(field, "file %q%s: %v", name, where, unwrapPathError(err))
 	case !fi.Mode().IsRegular():
-		d.field(field, "%q (resolved relative to the scenario file as %s) is not a regular file", name, resolved)
+		d.field(field, "file %q%s is not a regular file", name, where)
 	}
 	return resolved
 }

@@ -32,9 +32,10 @@ func Load(path string) (*Scenario, error) {
 }
 
 // Parse parses and validates a scenario. path names the file in errors and
-// becomes Scenario.Path; baseDir is the directory the header's file
-// references (scheduler.config, descheduler.policy) are relative to, and
-// must exist under. The error, if any, is an ErrorList with every problem
+// becomes Scenario.Path; baseDir is the directory that relative file
+// references of the header (scheduler.config, descheduler.policy) are
+// resolved against, usually the scenario file's directory. The referenced
+// files must exist. The error, if any, is an ErrorList with every problem
 // found, one per line, each naming the file, the document and the field.
 func Parse(data []byte, path, baseDir string) (*Scenario, error) {
 	c := &collector{file: path}

@@ -166,6 +166,8 @@ func TestParseInvalid(t *testing.T) {
 			[]want{{0, "Scenario", "scheduler.config", 0, `file "nope.yaml" (resolved relative to the scenario file as`}}},
 		{"descheduler policy is a directory", scenarioWith(headerStart + "descheduler: {policy: dir}\n" + applySetup),
 			[]want{{0, "Scenario", "descheduler.policy", 0, "is not a regular file"}}},
+		{"absolute scheduler config missing", scenarioWith(headerStart + "scheduler: {config: /nonexistent/sched.yaml}\n" + applySetup),
+			[]want{{0, "Scenario", "scheduler.config", 0, `file "/nonexistent/sched.yaml": no such file or directory`}}},
 		{"scheduler unknown field", scenarioWith(headerStart + "scheduler: {configFile: sched.yaml}\n" + applySetup),
 			[]want{{0, "Scenario", "scheduler.configFile", 0, "unknown field"}}},
 
