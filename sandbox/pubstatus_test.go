@@ -23,6 +23,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 )
@@ -435,4 +436,110 @@ func TestPUBStatusController(t *testing.T) {
 	}
 	waitFor("web-a disrupted", counts{3, 2, 1, 0}, 1)
 	waitFor("entry timed out", counts{3, 2, 2, 0}, 0)
+}
+
+// TestPUBStatusSimulation starts a control plane with SimulatePUBStatus and
+// checks the status of a PUB by targetRef and one by selector over a
+// ReplicaSet of 3 that the real ReplicaSet controller and the simulated
+// kubelet run, before and after one pod becomes unready. Like the other
+// tests of this package, it stops its control plane before it returns, so
+// they never run two at once.
+func TestPUBStatusSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts kube-apiserver")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	opts := DefaultOptions()
+	opts.SimulatePUBStatus = true
+	cp, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+
+	ns := "pub-status"
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	if _, err := cp.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create node: %v", err)
+	}
+	lbls := map[string]string{"app": "web"}
+	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: lbls},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: lbls},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: lbls},
+				Spec: corev1.PodSpec{
+					NodeName:   "node-1", // there is no scheduler
+					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ReplicaSet: %v", err)
+	}
+	pubs := cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(ns)
+	for _, pub := range []*policyv1alpha1.PodUnavailableBudget{
+		{ObjectMeta: metav1.ObjectMeta{Name: "by-target"}, Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+			TargetReference: &policyv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web"},
+			MaxUnavailable:  ptr.To(intstr.FromInt32(1)),
+		}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "by-selector"}, Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+			Selector:     &metav1.LabelSelector{MatchLabels: lbls},
+			MinAvailable: ptr.To(intstr.FromString("50%")),
+		}},
+	} {
+		if _, err := pubs.Create(ctx, pub, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create PodUnavailableBudget %s: %v", pub.Name, err)
+		}
+	}
+
+	type counts struct{ total, desired, current, allowed int32 }
+	waitForStatus := func(what string, want counts) {
+		t.Helper()
+		for _, name := range []string{"by-target", "by-selector"} {
+			var got *policyv1alpha1.PodUnavailableBudget
+			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				got, err = pubs.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				st := got.Status
+				return st.ObservedGeneration == got.Generation &&
+					(counts{st.TotalReplicas, st.DesiredAvailable, st.CurrentAvailable, st.UnavailableAllowed}) == want, nil
+			})
+			if err != nil {
+				t.Fatalf("%s: PodUnavailableBudget %s has status %+v, want %+v: %v", what, name, got.Status, want, err)
+			}
+		}
+	}
+	waitForStatus("3 pods ready", counts{total: 3, desired: 2, current: 3, allowed: 1})
+
+	podList, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(podList.Items) == 0 {
+		t.Fatalf("list pods: %d pods, error %v", len(podList.Items), err)
+	}
+	victim := podList.Items[0].Name
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := cp.Client.CoreV1().Pods(ns).Get(ctx, victim, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		metav1.SetMetaDataAnnotation(&pod.ObjectMeta, ReadinessAnnotation, ReadinessNever)
+		_, err = cp.Client.CoreV1().Pods(ns).Update(ctx, pod, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("annotate pod %s %s=%s: %v", victim, ReadinessAnnotation, ReadinessNever, err)
+	}
+	waitForStatus("pod "+victim+" unready", counts{total: 3, desired: 2, current: 2, allowed: 0})
 }
