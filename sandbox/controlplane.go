@@ -65,7 +65,9 @@ type Options struct {
 	// kruise.io/related-pub, checks no in-place update or sidecar
 	// consistency, and resolves no other workload kinds (their PUBs cover
 	// no pods). It reconciles at once on pod changes where OpenKruise
-	// waits 5s after a pod starts terminating.
+	// waits 5s after a pod starts terminating. Start does not wait for its
+	// PUB cache; a PUB created right after Start gets its status once the
+	// cache has synced.
 	SimulatePUBStatus bool
 
 	// NodeCapacity is what the simulated kubelet puts in a Node's status for
@@ -153,8 +155,9 @@ var (
 
 // Start starts embedded etcd, kube-apiserver, the disruption, ReplicaSet and
 // Deployment controllers and the simulated kubelet, and installs the
-// PodUnavailableBudget CRD and simulates PUB status if opts ask for it. It returns once all of them
-// serve, or stops what it started and returns an error.
+// PodUnavailableBudget CRD and simulates PUB status if opts ask for it. It
+// returns once all of them serve (the PUB status simulation syncs its cache
+// in the background), or stops what it started and returns an error.
 //
 // ctx bounds the start and carries the logger; cancelling it later does not
 // stop the control plane, Stop does. Only one control plane runs in a process
