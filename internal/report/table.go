@@ -1,0 +1,372 @@
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/budgetguard/budgetguard/internal/audit"
+)
+
+// Width is the widest line WriteTable writes (names longer than their
+// column allows are shortened with "...").
+const Width = 100
+
+// Column limits, chosen so that every section fits Width with two runs.
+const (
+	maxRunName    = 11 // "budgetguard"
+	maxBudget     = 30
+	maxRefusal    = 44
+	maxComponent  = 20
+	maxHeaderText = Width - 10
+	// The violations list has five columns.
+	maxViolationBudget = 24
+	maxViolationPod    = 18
+	maxViolationBy     = 18
+)
+
+// WriteTable writes r for people: plain ASCII, at most Width columns. One
+// run gets one column of numbers; two runs (upstream, then budgetguard) are
+// shown side by side. Sections: each budget's lowest healthy count against
+// its desired count (BROKEN when a violation hit it), disruptions by
+// component and action, refusals by reason, the violations, the run notes,
+// and a one-line verdict per run.
+func WriteTable(w io.Writer, r *Report) error {
+	if r == nil {
+		return errors.New("report: nil report")
+	}
+	if len(r.Runs) == 0 || len(r.Runs) > 2 {
+		return fmt.Errorf("report: the table shows one run, or two side by side; the report has %d", len(r.Runs))
+	}
+	names := runNames(r.Runs)
+	var b bytes.Buffer
+	writeHeader(&b, r, names)
+	writeBudgets(&b, r.Runs, names)
+	writeDisruptions(&b, r.Runs, names)
+	writeRefusals(&b, r.Runs, names)
+	writeViolations(&b, r.Runs, names)
+	writeNotes(&b, r.Runs, names)
+	writeVerdicts(&b, r.Runs, names)
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("report: write table: %w", err)
+	}
+	return nil
+}
+
+// runNames names each run by its mode, or "run N" when it has none or
+// shares it with the other run.
+func runNames(runs []Run) []string {
+	names := make([]string, len(runs))
+	for i, run := range runs {
+		names[i] = shorten(string(run.Mode), maxRunName)
+		if run.Mode == "" || (len(runs) == 2 && runs[0].Mode == runs[1].Mode) {
+			names[i] = fmt.Sprintf("run %d", i+1)
+		}
+	}
+	return names
+}
+
+func newTab(b *bytes.Buffer) *tabwriter.Writer {
+	return tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
+}
+
+// row writes one line of cells separated by tabs.
+func row(tw *tabwriter.Writer, cells ...string) {
+	fmt.Fprintln(tw, strings.Join(cells, "\t"))
+}
+
+func section(b *bytes.Buffer, title string) {
+	fmt.Fprintf(b, "\n%s\n", title)
+}
+
+func writeHeader(b *bytes.Buffer, r *Report, names []string) {
+	tw := newTab(b)
+	row(tw, "Scenario", shorten(r.Scenario, maxHeaderText))
+	row(tw, "File", shorten(r.Path, maxHeaderText))
+	var runs []string
+	for i, run := range r.Runs {
+		runs = append(runs, fmt.Sprintf("%s %s", names[i], run.Duration.Round(100*time.Millisecond)))
+	}
+	row(tw, "Runs", strings.Join(runs, ", "))
+	_ = tw.Flush()
+}
+
+// budgetLabel is "pdb ns/name" or "pub ns/name".
+func budgetLabel(ref audit.BudgetRef) string {
+	kind := ref.Kind
+	switch ref.Kind {
+	case audit.KindPDB:
+		kind = "pdb"
+	case audit.KindPUB:
+		kind = "pub"
+	}
+	return kind + " " + ref.Namespace + "/" + ref.Name
+}
+
+func compareRefs(a, b audit.BudgetRef) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+func writeBudgets(b *bytes.Buffer, runs []Run, names []string) {
+	section(b, "BUDGETS: lowest healthy / desired, counted by the auditor once the budget was met")
+	var refs []audit.BudgetRef
+	for _, run := range runs {
+		for _, s := range run.Audit.Budgets {
+			if !slices.Contains(refs, s.Budget) {
+				refs = append(refs, s.Budget)
+			}
+		}
+	}
+	if len(refs) == 0 {
+		fmt.Fprintln(b, "(no budgets)")
+		return
+	}
+	slices.SortFunc(refs, compareRefs)
+	tw := newTab(b)
+	row(tw, append([]string{"BUDGET"}, names...)...)
+	for _, ref := range refs {
+		cells := []string{shorten(budgetLabel(ref), maxBudget)}
+		for _, run := range runs {
+			cells = append(cells, budgetCell(run, ref))
+		}
+		row(tw, cells...)
+	}
+	_ = tw.Flush()
+}
+
+func budgetCell(run Run, ref audit.BudgetRef) string {
+	i := slices.IndexFunc(run.Audit.Budgets, func(s audit.BudgetSummary) bool { return s.Budget == ref })
+	if i < 0 {
+		return "-"
+	}
+	s := run.Audit.Budgets[i]
+	cell := fmt.Sprintf("%d/%d", s.LowestHealthy, s.Desired)
+	if !s.Met {
+		cell = fmt.Sprintf("unmet, %d desired", s.Desired)
+	}
+	if slices.ContainsFunc(run.Audit.Violations, func(v audit.Violation) bool { return v.Budget == ref }) {
+		cell += " BROKEN"
+	}
+	return cell
+}
+
+// componentOrder puts the sandbox's components first.
+func componentOrder(c audit.Component) int {
+	switch c {
+	case audit.ComponentScheduler:
+		return 0
+	case audit.ComponentDescheduler:
+		return 1
+	case audit.ComponentOther:
+		return 3
+	}
+	return 2
+}
+
+func writeDisruptions(b *bytes.Buffer, runs []Run, names []string) {
+	section(b, "DISRUPTIONS: evictions and deletes the API server carried out")
+	type key struct {
+		component audit.Component
+		action    audit.Action
+	}
+	counts := make([]map[key]int, len(runs))
+	var keys []key
+	for i, run := range runs {
+		counts[i] = map[key]int{}
+		for _, d := range run.Audit.Disruptions {
+			k := key{d.Component, d.Action}
+			if counts[i][k] == 0 && !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+			counts[i][k]++
+		}
+	}
+	if len(keys) == 0 {
+		fmt.Fprintln(b, "(none)")
+		return
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(componentOrder(a.component), componentOrder(b.component)),
+			cmp.Compare(a.component, b.component), cmp.Compare(a.action, b.action))
+	})
+	tw := newTab(b)
+	row(tw, append([]string{"COMPONENT", "ACTION"}, names...)...)
+	for _, k := range keys {
+		cells := []string{shorten(string(k.component), maxComponent), string(k.action)}
+		for i := range runs {
+			cells = append(cells, fmt.Sprint(counts[i][k]))
+		}
+		row(tw, cells...)
+	}
+	if len(keys) > 1 {
+		cells := []string{"total", ""}
+		for _, run := range runs {
+			cells = append(cells, fmt.Sprint(len(run.Audit.Disruptions)))
+		}
+		row(tw, cells...)
+	}
+	_ = tw.Flush()
+}
+
+func writeRefusals(b *bytes.Buffer, runs []Run, names []string) {
+	section(b, "REFUSALS: by the plugins (component and reason) and by the API server (status code)")
+	counts := make([]map[string]int, len(runs))
+	var labels []string
+	add := func(i int, label string, n int) {
+		label = shorten(label, maxRefusal)
+		if !slices.Contains(labels, label) {
+			labels = append(labels, label)
+		}
+		counts[i][label] += n
+	}
+	for i, run := range runs {
+		counts[i] = map[string]int{}
+		for _, p := range run.Refusals {
+			add(i, fmt.Sprintf("%s %s", p.Component, p.Reason), p.Count)
+		}
+		for _, ref := range run.Audit.Refusals {
+			add(i, fmt.Sprintf("apiserver %d", ref.Code), 1)
+		}
+	}
+	if len(labels) == 0 {
+		fmt.Fprintln(b, "(none)")
+		return
+	}
+	slices.Sort(labels)
+	tw := newTab(b)
+	row(tw, append([]string{"REFUSED BY"}, names...)...)
+	for _, l := range labels {
+		cells := []string{l}
+		for i := range runs {
+			cells = append(cells, fmt.Sprint(counts[i][l]))
+		}
+		row(tw, cells...)
+	}
+	_ = tw.Flush()
+}
+
+func writeViolations(b *bytes.Buffer, runs []Run, names []string) {
+	section(b, "VIOLATIONS: disruptions of healthy pods that left a budget below its desired count")
+	n := 0
+	for _, run := range runs {
+		n += len(run.Audit.Violations)
+	}
+	if n == 0 {
+		fmt.Fprintln(b, "(none)")
+		return
+	}
+	tw := newTab(b)
+	row(tw, "RUN", "BUDGET", "POD", "BY", "HEALTHY")
+	for i, run := range runs {
+		for _, v := range run.Audit.Violations {
+			pod := v.Disruption.Pod
+			if v.Disruption.Namespace != v.Budget.Namespace {
+				pod = v.Disruption.Namespace + "/" + pod
+			}
+			by := fmt.Sprintf("%s %s", v.Disruption.Component, v.Disruption.Action)
+			row(tw, names[i], shorten(budgetLabel(v.Budget), maxViolationBudget), shorten(pod, maxViolationPod), shorten(by, maxViolationBy),
+				fmt.Sprintf("%d/%d", v.Healthy, v.Desired))
+		}
+	}
+	_ = tw.Flush()
+}
+
+func writeNotes(b *bytes.Buffer, runs []Run, names []string) {
+	n := 0
+	for _, run := range runs {
+		n += len(run.Notes)
+	}
+	if n == 0 {
+		return
+	}
+	section(b, "NOTES")
+	for i, run := range runs {
+		for _, note := range run.Notes {
+			for _, line := range wrap(names[i]+": "+note, Width, "    ") {
+				fmt.Fprintln(b, line)
+			}
+		}
+	}
+}
+
+func writeVerdicts(b *bytes.Buffer, runs []Run, names []string) {
+	section(b, "VERDICT")
+	for i, run := range runs {
+		fmt.Fprintf(b, "%s: %s\n", names[i], verdict(run))
+	}
+}
+
+// verdict says how many distinct budgets a violation hit.
+func verdict(run Run) string {
+	var broken []audit.BudgetRef
+	for _, v := range run.Audit.Violations {
+		if !slices.Contains(broken, v.Budget) {
+			broken = append(broken, v.Budget)
+		}
+	}
+	switch len(broken) {
+	case 0:
+		return "no budget broken"
+	case 1:
+		return "1 budget broken"
+	}
+	return fmt.Sprintf("%d budgets broken", len(broken))
+}
+
+// shorten cuts s to at most n bytes, ending in "..." when cut, after
+// sanitize.
+func shorten(s string, n int) string {
+	s = sanitize(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// sanitize replaces what would break the table's alignment (tabs, newlines,
+// anything outside printable ASCII) with '?'.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r > '~' {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// wrap breaks text into lines of at most width bytes at spaces; lines after
+// the first start with indent. A word longer than a line is cut in pieces.
+func wrap(text string, width int, indent string) []string {
+	room := width - len(indent)
+	var words []string
+	for _, w := range strings.Fields(sanitize(text)) {
+		for len(w) > room {
+			words = append(words, w[:room])
+			w = w[room:]
+		}
+		words = append(words, w)
+	}
+	var lines []string
+	line := ""
+	for _, w := range words {
+		switch {
+		case line == "":
+			line = w
+		case len(line)+1+len(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = indent + w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
