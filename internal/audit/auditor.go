@@ -247,10 +247,12 @@ func (a *Auditor) Finish(ctx context.Context) (Result, error) {
 	a.state = 2
 	a.mu.Unlock()
 
-	if a.tailCancel != nil {
-		a.tailCancel()
-		<-a.tailDone
+	if a.tailCancel == nil {
+		a.stop()
+		return Result{}, errors.New("audit: Finish called after Start failed")
 	}
+	a.tailCancel()
+	<-a.tailDone
 	defer a.stop()
 
 	a.mu.Lock()

@@ -1,14 +1,17 @@
 package audit
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 var web = map[string]string{"app": "web"}
@@ -398,6 +401,22 @@ func TestLifecycleErrors(t *testing.T) {
 	}
 	if _, err := fresh.Finish(h.ctx); err == nil || !strings.Contains(err.Error(), "before Start") {
 		t.Errorf("Finish before Start: got %v", err)
+	}
+}
+
+func TestFinishAfterFailedStart(t *testing.T) {
+	opts := testOptions()
+	opts.PUBs = false
+	opts.LogPath = filepath.Join(t.TempDir(), "missing.log")
+	a, err := newAuditor(opts, fake.NewClientset(), nil, nil, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "open audit log") {
+		t.Fatalf("Start with a missing log: got %v", err)
+	}
+	if _, err := a.Finish(t.Context()); err == nil || !strings.Contains(err.Error(), "after Start failed") {
+		t.Errorf("Finish after a failed Start: got %v", err)
 	}
 }
 
