@@ -169,9 +169,9 @@ func runScenario(ctx context.Context, path string, f runFlags, stdout, stderr io
 	var write func(io.Writer, *report.Report) error
 	switch f.output {
 	case "table":
-		write = reportWriteTable
+		write = report.WriteTable
 	case "json":
-		write = reportWriteJSON
+		write = report.WriteJSON
 	default:
 		return usageError{fmt.Errorf("invalid value %q for --output: want table or json", f.output)}
 	}
@@ -202,7 +202,7 @@ func runScenario(ctx context.Context, path string, f runFlags, stdout, stderr io
 		}
 		runs = append(runs, r)
 	}
-	return write(stdout, reportNew(sc.Name, sc.Path, runs...))
+	return write(stdout, report.New(sc.Name, sc.Path, runs...))
 }
 
 func modeList(modes []report.Mode) string {
