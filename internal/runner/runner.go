@@ -125,8 +125,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 	sbOpts := sandbox.DefaultOptions()
 	sbOpts.Verbose = opts.Verbose
 	sbOpts.APIServerFlags = flags
-	// TODO(sandbox): set sbOpts.SimulatePUBStatus = true once sandbox.Options
-	// has it; until then PodUnavailableBudgets get no status in a run.
+	// A stand-in for OpenKruise's PUB status controller, so that PUBs get
+	// the status budgetguard reads.
+	sbOpts.SimulatePUBStatus = true
 	r.printf("starting the control plane")
 	cp, err := sandbox.Start(ctx, sbOpts)
 	if err != nil {
