@@ -15,10 +15,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/klog/v2"
 
 	"github.com/budgetguard/budgetguard/internal/report"
 	"github.com/budgetguard/budgetguard/internal/runner"
@@ -159,7 +157,7 @@ timed out without continueOnTimeout, an object the API server rejected);
 	}
 	cmd.Flags().BoolVar(&f.compare, "compare", false, "run the scenario with upstream DefaultPreemption and DefaultEvictor first, then with budgetguard, and show both")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "report format: table (for people) or json (for programs)")
-	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "show the logs of etcd, kube-apiserver, the controllers, the scheduler and the descheduler on stderr")
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "show the logs of etcd, kube-apiserver, the controllers, the scheduler and the descheduler on stderr (without it, only errors are logged)")
 	return cmd
 }
 
@@ -178,7 +176,7 @@ func runScenario(ctx context.Context, path string, f runFlags, stdout, stderr io
 	if !f.verbose {
 		// kube-scheduler, the descheduler and client-go log through klog;
 		// the sandbox silences it only while a control plane runs.
-		klog.SetLogger(logr.Discard())
+		ctx = quietLogging(ctx, stderr)
 	}
 
 	sc, err := scenario.Load(path)
