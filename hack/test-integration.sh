@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs the integration tests against the in-process control plane. Succeeds
-# without running anything while there is no package under test/integration/.
+# Runs the integration tests: test/integration/ against one shared in-process
+# control plane, and test/scenarios/, which runs every example scenario through
+# the sandbox binary's runner (a control plane per run). The packages run one
+# after another (-p 1): each holds a control plane and the machines have 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GO="${GO:-go}"
-dir=test/integration
+dir=test
 
 pkgs=""
 if [ -d "$dir" ]; then
@@ -17,4 +19,4 @@ if [ -z "$pkgs" ]; then
 fi
 
 exec "$GO" tool -modfile=hack/tools/go.mod gotestsum --format testname -- \
-	-count=1 -timeout 25m "./$dir/..."
+	-count=1 -p 1 -timeout 25m "./$dir/..."
