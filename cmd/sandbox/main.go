@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/budgetguard/budgetguard/internal/report"
 	"github.com/budgetguard/budgetguard/internal/runner"
@@ -45,10 +44,6 @@ func (e usageError) Unwrap() error { return e.err }
 
 // execute runs the command line args and returns the exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	// Cobra adds pflag's global flag set to every command; imported
-	// Kubernetes packages put flags there (--version) that mean nothing
-	// here.
-	pflag.CommandLine = pflag.NewFlagSet("sandbox", pflag.ContinueOnError)
 	cmd := newRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
@@ -100,6 +95,13 @@ watches) saw it.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCommand(stdout, stderr))
+	// Cobra adds pflag's global flag set to the root's persistent flags,
+	// and an imported Kubernetes package registers --version there, which
+	// this command does not implement: merge it now and hide it.
+	_ = root.InheritedFlags()
+	if root.PersistentFlags().Lookup("version") != nil {
+		_ = root.PersistentFlags().MarkHidden("version")
+	}
 	return root
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/budgetguard/budgetguard/internal/audit"
@@ -28,7 +28,7 @@ type refusalKey struct {
 }
 
 // refusalCounts reads budgetguard's refusal counters from g.
-func refusalCounts(g prometheus.Gatherer) (map[refusalKey]float64, error) {
+func refusalCounts(g metrics.Gatherer) (map[refusalKey]float64, error) {
 	families, err := g.Gather()
 	if err != nil {
 		return nil, fmt.Errorf("gather budgetguard's metrics: %w", err)
@@ -76,4 +76,4 @@ func refusalDelta(before, after map[refusalKey]float64) []report.PluginRefusal {
 }
 
 // legacyGatherer is where both plugins register their metrics.
-var legacyGatherer prometheus.Gatherer = legacyregistry.DefaultGatherer
+var legacyGatherer metrics.Gatherer = legacyregistry.DefaultGatherer
