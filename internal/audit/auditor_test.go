@@ -450,3 +450,20 @@ func TestOptionsAreChecked(t *testing.T) {
 		})
 	}
 }
+
+// The disruption controller writes desired 0 for a PDB created before its
+// pods. That first status must not make the budget met at 0/0, which would
+// keep 0 as its lowest count for the whole run.
+func TestBudgetCreatedBeforeItsPodsIsMetOnlyOnceItAsksForPods(t *testing.T) {
+	h := newHarness(t, testOptions())
+	h.createPDB(pdb("web", appSelector("web"), 0)) // observed, asks for nothing yet
+	h.updatePDB(pdb("web", appSelector("web"), 2))
+	for _, n := range []string{"a", "b", "c"} {
+		h.createPod(readyPod(n, web, true))
+	}
+	res := h.finish()
+	want := []BudgetSummary{{Budget: ref(KindPDB, "web"), Desired: 2, Met: true, LowestHealthy: 2}}
+	if diff := cmp.Diff(want, res.Budgets); diff != "" {
+		t.Errorf("budgets (-want,+got):\n%s", diff)
+	}
+}

@@ -327,14 +327,17 @@ func (r *replayer) healthy(b *budgetState) int32 {
 }
 
 // track records healthy as b's current healthy count: the budget is met
-// once its status is known and healthy reaches desired, and from then on
-// the lowest healthy count is kept.
+// once its status asks for at least one healthy pod and healthy reaches
+// that, and from then on the lowest healthy count is kept. A status that
+// asks for nothing does not count: the disruption controller writes
+// desired 0 for a PDB created before its pods, and a budget met at 0/0
+// would keep 0 as its lowest count for the whole run.
 func (r *replayer) track(b *budgetState, healthy int32) {
 	if !b.live {
 		return
 	}
 	if !b.met {
-		if b.statusKnown && healthy >= b.desired {
+		if b.statusKnown && b.desired > 0 && healthy >= b.desired {
 			b.met = true
 			b.lowest = healthy
 			b.lowestDesired = b.desired

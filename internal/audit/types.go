@@ -80,7 +80,7 @@ type BudgetSummary struct {
 	// status.desiredHealthy, PUB status.desiredAvailable) at its lowest
 	// point.
 	Desired int32 `json:"desired"`
-	// Met says the budget's healthy count reached Desired at some point;
+	// Met says Desired was above 0 and the healthy count reached it at some point;
 	// LowestHealthy is only tracked from then on (so a workload that is
 	// still starting up is not reported as broken).
 	Met bool `json:"met"`
