@@ -16,9 +16,6 @@ import (
 // with and one without the PodUnavailableBudget CRD, and checks that Stop
 // can be called twice and closes the listeners.
 func TestStartStopRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts kube-apiserver twice")
-	}
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()

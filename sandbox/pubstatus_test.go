@@ -445,9 +445,6 @@ func TestPUBStatusController(t *testing.T) {
 // tests of this package, it stops its control plane before it returns, so
 // they never run two at once.
 func TestPUBStatusSimulation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts kube-apiserver")
-	}
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
