@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/descheduler/pkg/features"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 
-	deschedulerapp "github.com/budgetguard/budgetguard/cmd/descheduler/app"
+	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
 	"github.com/budgetguard/budgetguard/internal/report"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 	"github.com/budgetguard/budgetguard/sandbox"
@@ -42,7 +42,7 @@ var errNoControlPlane = errors.New("no sandbox control plane is running")
 // BudgetAwareEvictor, once per process, and returns the registry.
 func setupDeschedulerPlugins() pluginregistry.Registry {
 	setupOnce.Do(func() {
-		deschedulerapp.SetupPlugins(budgetevictor.Options{
+		deschedulerpolicy.SetupPlugins(budgetevictor.Options{
 			Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
 				current.Lock()
 				defer current.Unlock()
@@ -78,7 +78,7 @@ func checkPolicy(dir, source string, data []byte) (string, error) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return "", err
 	}
-	if err := deschedulerapp.CheckPolicyFile(path, setupDeschedulerPlugins()); err != nil {
+	if err := deschedulerpolicy.CheckPolicyFile(path, setupDeschedulerPlugins()); err != nil {
 		return "", fmt.Errorf("descheduler policy %s: %w", source, err)
 	}
 	return path, nil
@@ -88,7 +88,7 @@ func checkPolicy(dir, source string, data []byte) (string, error) {
 // LoadPolicy (strict check, then the stock decoding, validation and
 // defaulting) and, for ModeUpstream, rewrites it with UpstreamPolicy.
 func loadPolicy(path, source string, client kubernetes.Interface, mode report.Mode) (*api.DeschedulerPolicy, []string, error) {
-	policy, err := deschedulerapp.LoadPolicy(path, client, setupDeschedulerPlugins())
+	policy, err := deschedulerpolicy.LoadPolicy(path, client, setupDeschedulerPlugins())
 	if err != nil {
 		return nil, nil, fmt.Errorf("descheduler policy %s: %w", source, err)
 	}

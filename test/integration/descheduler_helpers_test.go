@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/descheduler/pkg/features"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 
-	deschedulerapp "github.com/budgetguard/budgetguard/cmd/descheduler/app"
+	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -142,7 +142,7 @@ func runDeschedulerUntil(t *testing.T, policy string, dryRun bool, until func(*e
 func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*evictionCounter) bool, failFirst int) *evictionCounter {
 	t.Helper()
 	setupRegistry.Do(func() {
-		deschedulerapp.SetupPlugins(budgetevictor.Options{
+		deschedulerpolicy.SetupPlugins(budgetevictor.Options{
 			Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
 				return cp.KruiseClient, cp.Client.Discovery(), nil
 			},
@@ -164,7 +164,7 @@ func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*ev
 	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := deschedulerapp.LoadPolicy(path, client, pluginregistry.PluginRegistry)
+	p, err := deschedulerpolicy.LoadPolicy(path, client, pluginregistry.PluginRegistry)
 	if err != nil {
 		t.Fatalf("load policy: %v", err)
 	}

@@ -1,5 +1,6 @@
 // Package app wraps the stock descheduler command: it registers
 // BudgetAwareEvictor after the stock SetupPlugins (which replaces the plugin
-// registry) and checks the policy file strictly, at every level, before the
-// stock, lenient decoding runs.
+// registry) and checks the policy file strictly, with package
+// internal/deschedulerpolicy, before the stock, lenient decoding runs. It
+// holds flags and wiring only.
 package app

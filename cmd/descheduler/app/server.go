@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -12,18 +11,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	deschedulerapp "sigs.k8s.io/descheduler/cmd/descheduler/app"
-	"sigs.k8s.io/descheduler/pkg/descheduler"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 
+	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 )
-
-// SetupPlugins replaces the global registry with the stock plugins, as the
-// stock SetupPlugins does, and then adds BudgetAwareEvictor built with opts.
-func SetupPlugins(opts budgetevictor.Options) {
-	descheduler.SetupPlugins()
-	budgetevictor.Register(pluginregistry.PluginRegistry, opts)
-}
 
 // NewDeschedulerCommand returns the stock descheduler command with
 // BudgetAwareEvictor registered and strict policy checking.
@@ -44,7 +36,7 @@ func NewDeschedulerCommand(out io.Writer) *cobra.Command {
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if f := c.Flags().Lookup("policy-config-file"); f != nil && f.Value.String() != "" {
-			if err := CheckPolicyFile(f.Value.String(), pluginregistry.PluginRegistry); err != nil {
+			if err := deschedulerpolicy.CheckPolicyFile(f.Value.String(), pluginregistry.PluginRegistry); err != nil {
 				return err
 			}
 		}
@@ -101,5 +93,3 @@ func workloadsFromFlags(c *cobra.Command) func() (kubernetes.Interface, error) {
 		return kubernetes.NewForConfig(rest.AddUserAgent(cfg, "descheduler"))
 	}
 }
-
-var errNoRegistry = errors.New("the descheduler plugin registry is not set up")

@@ -1,4 +1,4 @@
-package app
+package deschedulerpolicy
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ func writePolicy(t *testing.T, data string) string {
 // standalone or inside a ConfigMap, by a name that says where it came from.
 func shippedPolicies(t *testing.T) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob("../../../manifests/descheduler/*.yaml")
+	files, err := filepath.Glob("../../manifests/descheduler/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
