@@ -57,7 +57,9 @@ type run struct {
 	deschedulerClient kubernetes.Interface
 	policyPath        string
 	policySource      string
-	notes             []string
+	// pubs: the control plane serves PodUnavailableBudgets.
+	pubs  bool
+	notes []string
 }
 
 func (r *run) printf(format string, args ...any) {
@@ -85,98 +87,43 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 	if r.progress == nil {
 		r.progress = io.Discard
 	}
-	logger := klog.FromContext(ctx)
+	// Everything started below is stopped in reverse order when Run
+	// returns; the first error of a stop is Run's error unless it has one.
+	var td teardown
+	defer func() { err = td.run(err) }()
 
 	dir, err := os.MkdirTemp("", "budgetguard-run-")
 	if err != nil {
 		return report.Run{}, fmt.Errorf("create a temporary directory: %w", err)
 	}
-	defer func() {
-		if rmErr := os.RemoveAll(dir); rmErr != nil && err == nil {
-			err = fmt.Errorf("remove %s: %w", dir, rmErr)
+	td.add(func() error {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove %s: %w", dir, err)
 		}
-	}()
+		return nil
+	})
 
-	// The configuration is checked before the control plane starts, so a
-	// bad file fails fast.
-	schedSource, schedData, err := readOrShipped(sc, sc.SchedulerConfig, "manifests/scheduler/scheduler-config.yaml", manifests.SchedulerConfig)
+	schedCfg, err := r.loadConfig(ctx, dir)
 	if err != nil {
 		return report.Run{}, err
 	}
-	schedCfg, err := loadSchedulerConfig(logger, dir, schedSource, schedData, mode)
+	cp, logPath, err := r.startControlPlane(ctx, dir, opts.Verbose, &td)
 	if err != nil {
 		return report.Run{}, err
 	}
-	if deschedules(sc) {
-		var policyData []byte
-		r.policySource, policyData, err = readOrShipped(sc, sc.DeschedulerPolicy, "manifests/descheduler/policy.yaml", manifests.DeschedulerPolicy)
-		if err != nil {
-			return report.Run{}, err
-		}
-		if r.policyPath, err = checkPolicy(dir, r.policySource, policyData); err != nil {
-			return report.Run{}, err
-		}
-	}
-
-	flags, logPath, err := audit.APIServerFlags(dir)
-	if err != nil {
-		return report.Run{}, err
-	}
-	sbOpts := sandbox.DefaultOptions()
-	sbOpts.Verbose = opts.Verbose
-	sbOpts.APIServerFlags = flags
-	// A stand-in for OpenKruise's PUB status controller, so that PUBs get
-	// the status budgetguard reads.
-	sbOpts.SimulatePUBStatus = true
-	r.printf("starting the control plane")
-	cp, err := sandbox.Start(ctx, sbOpts)
-	if err != nil {
-		return report.Run{}, fmt.Errorf("start the control plane: %w", err)
-	}
-	defer func() {
-		if stopErr := cp.Stop(); stopErr != nil && err == nil {
-			err = fmt.Errorf("stop the control plane: %w", stopErr)
-		}
-	}()
-	r.printf("control plane up in %.1fs", cp.StartDuration.Seconds())
-	setCurrent(cp)
-	defer setCurrent(nil)
-	if err := r.newClients(cp.Config); err != nil {
-		return report.Run{}, err
-	}
-
 	before, err := refusalCounts(legacyGatherer)
 	if err != nil {
 		return report.Run{}, err
 	}
-	auditor, err := audit.New(audit.Options{
-		Config:  cp.Config,
-		LogPath: logPath,
-		Components: []audit.ComponentMatch{
-			{UserAgentPrefix: schedulerUserAgent, Component: audit.ComponentScheduler},
-			{UserAgentPrefix: deschedulerUserAgent, Component: audit.ComponentDescheduler},
-		},
-		Ignore: []string{kubeletUserAgent, runnerUserAgent},
-		PUBs:   sbOpts.InstallPUBCRD,
-	})
+	auditor, err := r.startAuditor(ctx, cp, logPath, &td)
 	if err != nil {
 		return report.Run{}, err
 	}
-	if err := auditor.Start(ctx); err != nil {
-		return report.Run{}, err
-	}
-	finished := false
-	defer func() {
-		if !finished {
-			_, _ = auditor.Finish(context.WithoutCancel(ctx))
-		}
-	}()
-
 	sched, err := startScheduler(ctx, cp.Config, schedCfg, mode)
 	if err != nil {
 		return report.Run{}, err
 	}
-	defer sched.stop()
+	td.add(func() error { sched.stop(); return nil })
 	for _, n := range schedCfg.notes {
 		r.printf("%s", n)
 	}
@@ -187,15 +134,14 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 			return report.Run{}, err
 		}
 	}
-
 	if err := settle(ctx, finalSettle); err != nil {
 		return report.Run{}, err
 	}
+
 	// Stop the scheduler before the auditor reads the log to its end, so
 	// that every request it made is in the log.
 	sched.stop()
-	finished = true
-	result, err := auditor.Finish(ctx)
+	result, err := auditor.finish(ctx)
 	if err != nil {
 		return report.Run{}, err
 	}
@@ -212,6 +158,125 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 	}
 	r.printf("done in %.1fs: the auditor saw %s and %s", out.Duration.Seconds(), plural(len(result.Disruptions), "disruption"), plural(len(result.Violations), "budget violation"))
 	return out, nil
+}
+
+// loadConfig reads and checks the scheduler configuration and, when a step
+// deschedules, the descheduler policy, before any control plane starts, so
+// that a bad file fails fast. dir is the run's scratch directory.
+func (r *run) loadConfig(ctx context.Context, dir string) (*schedulerConfig, error) {
+	schedSource, schedData, err := readOrShipped(r.sc, r.sc.SchedulerConfig, "manifests/scheduler/scheduler-config.yaml", manifests.SchedulerConfig)
+	if err != nil {
+		return nil, err
+	}
+	schedCfg, err := loadSchedulerConfig(klog.FromContext(ctx), dir, schedSource, schedData, r.mode)
+	if err != nil {
+		return nil, err
+	}
+	if deschedules(r.sc) {
+		var policyData []byte
+		r.policySource, policyData, err = readOrShipped(r.sc, r.sc.DeschedulerPolicy, "manifests/descheduler/policy.yaml", manifests.DeschedulerPolicy)
+		if err != nil {
+			return nil, err
+		}
+		if r.policyPath, err = checkPolicy(dir, r.policySource, policyData); err != nil {
+			return nil, err
+		}
+	}
+	return schedCfg, nil
+}
+
+// startControlPlane starts a sandbox control plane whose kube-apiserver
+// writes its audit log under dir, makes it the current one for
+// BudgetAwareEvictor and builds the runner's clients. It returns the
+// control plane and the audit log's path.
+func (r *run) startControlPlane(ctx context.Context, dir string, verbose bool, td *teardown) (*sandbox.ControlPlane, string, error) {
+	flags, logPath, err := audit.APIServerFlags(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	sbOpts := sandbox.DefaultOptions()
+	sbOpts.Verbose = verbose
+	sbOpts.APIServerFlags = flags
+	// A stand-in for OpenKruise's PUB status controller, so that PUBs get
+	// the status budgetguard reads.
+	sbOpts.SimulatePUBStatus = true
+	r.pubs = sbOpts.InstallPUBCRD
+	r.printf("starting the control plane")
+	cp, err := sandbox.Start(ctx, sbOpts)
+	if err != nil {
+		return nil, "", fmt.Errorf("start the control plane: %w", err)
+	}
+	td.add(func() error {
+		if err := cp.Stop(); err != nil {
+			return fmt.Errorf("stop the control plane: %w", err)
+		}
+		return nil
+	})
+	r.printf("control plane up in %.1fs", cp.StartDuration.Seconds())
+	setCurrent(cp)
+	td.add(func() error { setCurrent(nil); return nil })
+	if err := r.newClients(cp.Config); err != nil {
+		return nil, "", err
+	}
+	return cp, logPath, nil
+}
+
+// runAuditor is a started auditor that Run finishes once.
+type runAuditor struct {
+	*audit.Auditor
+	finished bool
+}
+
+// finish reads the audit log to its end and returns what the auditor saw.
+func (a *runAuditor) finish(ctx context.Context) (audit.Result, error) {
+	a.finished = true
+	return a.Finish(ctx)
+}
+
+// startAuditor starts the independent auditor on the control plane's audit
+// log and its own informers. If Run returns before finishing it, the
+// teardown finishes it and drops its result.
+func (r *run) startAuditor(ctx context.Context, cp *sandbox.ControlPlane, logPath string, td *teardown) (*runAuditor, error) {
+	a, err := audit.New(audit.Options{
+		Config:  cp.Config,
+		LogPath: logPath,
+		Components: []audit.ComponentMatch{
+			{UserAgentPrefix: schedulerUserAgent, Component: audit.ComponentScheduler},
+			{UserAgentPrefix: deschedulerUserAgent, Component: audit.ComponentDescheduler},
+		},
+		Ignore: []string{kubeletUserAgent, runnerUserAgent},
+		PUBs:   r.pubs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Start(ctx); err != nil {
+		return nil, err
+	}
+	ra := &runAuditor{Auditor: a}
+	td.add(func() error {
+		if !ra.finished {
+			_, _ = ra.Finish(context.WithoutCancel(ctx))
+		}
+		return nil
+	})
+	return ra, nil
+}
+
+// teardown stops what a run started, last first.
+type teardown []func() error
+
+func (td *teardown) add(stop func() error) { *td = append(*td, stop) }
+
+// run calls every stop function, last added first, and returns err, or the
+// first stop error when err is nil.
+func (td teardown) run(err error) error {
+	for i := len(td) - 1; i >= 0; i-- {
+		if stopErr := td[i](); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}
+	return err
 }
 
 // newClients builds the runner's clients with the runner's user agent.
