@@ -4,7 +4,13 @@
 // manifests/descheduler.
 package manifests
 
-import _ "embed"
+import "embed"
+
+// Files holds every shipped manifest under manifests/, by its path below
+// manifests/ (e.g. "scheduler/rbac.yaml").
+//
+//go:embed scheduler/*.yaml descheduler/*.yaml crds/*.yaml
+var Files embed.FS
 
 // SchedulerConfig is manifests/scheduler/scheduler-config.yaml, the shipped
 // KubeSchedulerConfiguration: kube-scheduler's default-scheduler profile plus

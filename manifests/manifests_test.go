@@ -1,28 +1,131 @@
-package manifests
+package manifests_test
 
 import (
 	"bytes"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
+	"sigs.k8s.io/yaml"
+
+	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
+	"github.com/budgetguard/budgetguard/manifests"
+	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
+	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
 )
 
-func TestEmbeddedFilesEqualTheShippedFiles(t *testing.T) {
-	for _, tc := range []struct {
-		path     string
-		embedded []byte
-	}{
-		{"scheduler/scheduler-config.yaml", SchedulerConfig},
-		{"descheduler/policy.yaml", DeschedulerPolicy},
-	} {
-		onDisk, err := os.ReadFile(tc.path)
+// shippedFiles returns the path below manifests/ of every YAML file in the
+// directory tree on disk.
+func shippedFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			t.Fatalf("read %s: %v", tc.path, err)
+			return err
 		}
-		if len(onDisk) == 0 {
-			t.Errorf("%s is empty", tc.path)
+		if !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			files = append(files, filepath.ToSlash(path))
 		}
-		if !bytes.Equal(tc.embedded, onDisk) {
-			t.Errorf("the embedded copy of %s differs from the file (%d bytes embedded, %d on disk)", tc.path, len(tc.embedded), len(onDisk))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no YAML files under manifests/")
+	}
+	return files
+}
+
+// TestEveryManifestIsEmbedded fails when a YAML file is added under
+// manifests/ without being embedded in Files.
+func TestEveryManifestIsEmbedded(t *testing.T) {
+	for _, path := range shippedFiles(t) {
+		if _, err := fs.Stat(manifests.Files, path); err != nil {
+			t.Errorf("%s is not embedded in manifests.Files: %v", path, err)
+		}
+	}
+}
+
+// TestEveryManifestDecodes decodes every document of every shipped file
+// strictly as its kind: Kubernetes objects with client-go's scheme (plus
+// CRDs), KubeSchedulerConfigurations with kube-scheduler's codec and
+// validation, DeschedulerPolicies with the descheduler binary's strict
+// check. Configurations inside a ConfigMap's data are decoded too.
+func TestEveryManifestDecodes(t *testing.T) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	strict := json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{Yaml: true, Strict: true})
+	deschedulerpolicy.SetupPlugins(budgetevictor.Options{})
+	_ = budgetpreemption.Name // registers the plugin's args with kube-scheduler's scheme
+
+	kinds := map[string]int{}
+	var check func(where string, doc []byte)
+	check = func(where string, doc []byte) {
+		var head struct {
+			Kind string            `json:"kind"`
+			Data map[string]string `json:"data"`
+		}
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			t.Errorf("%s: %v", where, err)
+			return
+		}
+		kinds[head.Kind]++
+		switch head.Kind {
+		case "":
+			t.Errorf("%s: a document without a kind", where)
+		case "KubeSchedulerConfiguration":
+			obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode(doc, nil, nil)
+			if err != nil {
+				t.Errorf("%s: %v", where, err)
+				return
+			}
+			if err := schedvalidation.ValidateKubeSchedulerConfiguration(obj.(*schedconfig.KubeSchedulerConfiguration)); err != nil {
+				t.Errorf("%s: %v", where, err)
+			}
+		case "DeschedulerPolicy":
+			if err := deschedulerpolicy.CheckPolicy(doc, pluginregistry.PluginRegistry); err != nil {
+				t.Errorf("%s: %v", where, err)
+			}
+		default:
+			if _, _, err := strict.Decode(doc, nil, nil); err != nil {
+				t.Errorf("%s: %v", where, err)
+			}
+			for key, value := range head.Data {
+				if strings.HasSuffix(key, ".yaml") {
+					check(where+" data."+key, []byte(value))
+				}
+			}
+		}
+	}
+	for _, path := range shippedFiles(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range bytes.Split(data, []byte("\n---")) {
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			check(fmt.Sprintf("%s document %d", path, i), doc)
+		}
+	}
+	for _, kind := range []string{"KubeSchedulerConfiguration", "DeschedulerPolicy", "CustomResourceDefinition", "Deployment", "ClusterRole"} {
+		if kinds[kind] == 0 {
+			t.Errorf("no shipped %s was decoded; kinds seen: %v", kind, kinds)
 		}
 	}
 }
