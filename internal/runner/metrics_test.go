@@ -20,10 +20,10 @@ func TestRefusalDeltaFromCounters(t *testing.T) {
 		Namespace: "budgetguard", Subsystem: "evictor", Name: "evictions_refused_total", Help: "h",
 	}, []string{"extension_point", "reason"})
 	blocked := metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: "budgetguard_preemption", Name: "blocked_total", Help: "h",
+		Namespace: "budgetguard", Subsystem: "preemption", Name: "blocked_total", Help: "h",
 	}, []string{"reason"})
 	other := metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: "budgetguard_preemption", Name: "decisions_total", Help: "h",
+		Namespace: "budgetguard", Subsystem: "preemption", Name: "decisions_total", Help: "h",
 	}, []string{"result", "reason"})
 	reg.MustRegister(evictor, blocked, other)
 

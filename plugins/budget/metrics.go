@@ -9,15 +9,24 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
+// MetricsNamespace is the namespace of every budgetguard metric. A metric's
+// name is budgetguard_<component>_<what>_<unit>, where the component is the
+// metrics' subsystem: "cache" here, "preemption" and "evictor" in the
+// plugins.
+const MetricsNamespace = "budgetguard"
+
+// metricsSubsystem is the subsystem of the cache's gauges.
+const metricsSubsystem = "cache"
+
 // The gauges DESIGN.md asks of every component: how many disruptions the
 // ledger holds, and how many budgets of each kind the cache indexes. The
 // counters of decisions and refusals belong to the plugins, which know the
 // extension point.
 var (
-	ledgerReservationsDesc = metrics.NewDesc("budgetguard_ledger_reservations",
+	ledgerReservationsDesc = metrics.NewDesc(metrics.BuildFQName(MetricsNamespace, metricsSubsystem, "ledger_reservations"),
 		"Disruptions budgetguard has started and reserved in its ledger that no budget status counts yet.",
 		[]string{"component"}, nil, metrics.ALPHA, "")
-	budgetsDesc = metrics.NewDesc("budgetguard_budgets",
+	budgetsDesc = metrics.NewDesc(metrics.BuildFQName(MetricsNamespace, metricsSubsystem, "budgets"),
 		"Disruption budgets in budgetguard's cache, by kind (PodDisruptionBudget, PodUnavailableBudget).",
 		[]string{"component", "kind"}, nil, metrics.ALPHA, "")
 )

@@ -27,19 +27,19 @@ func TestGaugesReportLedgerAndBudgetsPerComponent(t *testing.T) {
 	cc.add(ctx, desched.c, "descheduler")
 
 	want := `
-# HELP budgetguard_budgets [ALPHA] Disruption budgets in budgetguard's cache, by kind (PodDisruptionBudget, PodUnavailableBudget).
-# TYPE budgetguard_budgets gauge
-budgetguard_budgets{component="descheduler",kind="PodDisruptionBudget"} 1
-budgetguard_budgets{component="descheduler",kind="PodUnavailableBudget"} 0
-budgetguard_budgets{component="scheduler",kind="PodDisruptionBudget"} 2
-budgetguard_budgets{component="scheduler",kind="PodUnavailableBudget"} 1
-# HELP budgetguard_ledger_reservations [ALPHA] Disruptions budgetguard has started and reserved in its ledger that no budget status counts yet.
-# TYPE budgetguard_ledger_reservations gauge
-budgetguard_ledger_reservations{component="descheduler"} 0
-budgetguard_ledger_reservations{component="scheduler"} 2
+# HELP budgetguard_cache_budgets [ALPHA] Disruption budgets in budgetguard's cache, by kind (PodDisruptionBudget, PodUnavailableBudget).
+# TYPE budgetguard_cache_budgets gauge
+budgetguard_cache_budgets{component="descheduler",kind="PodDisruptionBudget"} 1
+budgetguard_cache_budgets{component="descheduler",kind="PodUnavailableBudget"} 0
+budgetguard_cache_budgets{component="scheduler",kind="PodDisruptionBudget"} 2
+budgetguard_cache_budgets{component="scheduler",kind="PodUnavailableBudget"} 1
+# HELP budgetguard_cache_ledger_reservations [ALPHA] Disruptions budgetguard has started and reserved in its ledger that no budget status counts yet.
+# TYPE budgetguard_cache_ledger_reservations gauge
+budgetguard_cache_ledger_reservations{component="descheduler"} 0
+budgetguard_cache_ledger_reservations{component="scheduler"} 2
 `
 	// a is covered by pdb web and pub web: one reservation entry per budget.
-	if err := testutil.CustomCollectAndCompare(cc, strings.NewReader(want), "budgetguard_budgets", "budgetguard_ledger_reservations"); err != nil {
+	if err := testutil.CustomCollectAndCompare(cc, strings.NewReader(want), "budgetguard_cache_budgets", "budgetguard_cache_ledger_reservations"); err != nil {
 		t.Fatal(err)
 	}
 }

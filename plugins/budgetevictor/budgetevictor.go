@@ -97,11 +97,11 @@ func NewBuilder(opts Options) pluginregistry.PluginBuilder {
 	return func(ctx context.Context, args runtime.Object, handle frameworktypes.Handle) (frameworktypes.Plugin, error) {
 		a, ok := args.(*BudgetAwareEvictorArgs)
 		if !ok {
-			return nil, fmt.Errorf("want args of type BudgetAwareEvictorArgs, got %T", args)
+			return nil, fmt.Errorf("want args of type *%s, got %T", Kind, args)
 		}
 		a = a.DeepCopy()
 		SetDefaultsBudgetAwareEvictorArgs(a)
-		if err := ValidateArgs(a); err != nil {
+		if err := validateArgs(a); err != nil {
 			return nil, fmt.Errorf("%s: %w", PluginName, err)
 		}
 		sh, err := sharedFor(ctx, handle, opts)
@@ -266,10 +266,4 @@ func (p *BudgetAwareEvictor) refuse(point string, pod *v1.Pod, reason, message s
 	evictionsRefused.WithLabelValues(point, reason).Inc()
 	klog.FromContext(p.ctx).V(2).Info("Eviction refused by budget", "plugin", PluginName, "extensionPoint", point, "pod", klog.KObj(pod), "reason", reason, "message", message)
 	return false
-}
-
-// Register adds the plugin, built with opts, to registry. Call it after the
-// descheduler's SetupPlugins, which replaces the global registry.
-func Register(registry pluginregistry.Registry, opts Options) {
-	pluginregistry.Register(PluginName, NewBuilder(opts), &BudgetAwareEvictor{}, &BudgetAwareEvictorArgs{}, ValidateArgs, SetDefaultsBudgetAwareEvictorArgs, registry)
 }

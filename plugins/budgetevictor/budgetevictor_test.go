@@ -242,18 +242,6 @@ func TestPreEvictionFilterFreeDisruptions(t *testing.T) {
 	}
 }
 
-func TestNewRejectsWrongArgs(t *testing.T) {
-	client := fake.NewClientset()
-	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: informers.NewSharedInformerFactory(client, 0)}
-	if _, err := New(context.Background(), &policyv1.Eviction{}, handle); err == nil {
-		t.Fatal("New accepted args of the wrong type")
-	}
-	_, err := New(context.Background(), &BudgetAwareEvictorArgs{CacheSyncTimeoutSeconds: ptr.To[int32](0)}, handle)
-	if err == nil {
-		t.Fatal("New accepted invalid args")
-	}
-}
-
 func TestUnsyncedCacheRefuses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -288,7 +276,7 @@ func TestPluginExportsBudgetGauges(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mf := range mfs {
-			if mf.GetName() != "budgetguard_budgets" {
+			if mf.GetName() != "budgetguard_cache_budgets" {
 				continue
 			}
 			for _, m := range mf.GetMetric() {
@@ -311,6 +299,6 @@ func TestPluginExportsBudgetGauges(t *testing.T) {
 		return last == 2, nil
 	})
 	if err != nil {
-		t.Fatalf("budgetguard_budgets{component=descheduler,kind=PodDisruptionBudget} = %v, want 2", last)
+		t.Fatalf("budgetguard_cache_budgets{component=descheduler,kind=PodDisruptionBudget} = %v, want 2", last)
 	}
 }

@@ -1,4 +1,4 @@
-// Package budgetevictor is the descheduler evictor plugin "BudgetAwareEvictor".
+// Package budgetevictor is the descheduler evictor plugin BudgetAwareEvictor.
 //
 // It asks budgetguard's budget cache (plugins/budget) before an eviction
 // reaches the API server: Filter drops pods that can never be evicted

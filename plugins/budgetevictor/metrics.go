@@ -5,7 +5,12 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
 )
+
+// subsystem names the plugin's metrics: budgetguard_evictor_<what>_<unit>.
+const subsystem = "evictor"
 
 // Reasons of refusals that are not budget decisions. Budget refusals use the
 // stable codes of budget.Reason.
@@ -26,8 +31,8 @@ const (
 var (
 	evictionsRefused = metrics.NewCounterVec(
 		&metrics.CounterOpts{
-			Namespace:      "budgetguard",
-			Subsystem:      "evictor",
+			Namespace:      budget.MetricsNamespace,
+			Subsystem:      subsystem,
 			Name:           "evictions_refused_total",
 			Help:           "Pods BudgetAwareEvictor refused to let the descheduler evict, by extension point and reason.",
 			StabilityLevel: metrics.ALPHA,
@@ -36,8 +41,8 @@ var (
 	)
 	reservations = metrics.NewCounter(
 		&metrics.CounterOpts{
-			Namespace:      "budgetguard",
-			Subsystem:      "evictor",
+			Namespace:      budget.MetricsNamespace,
+			Subsystem:      subsystem,
 			Name:           "budget_reservations_total",
 			Help:           "Evictions BudgetAwareEvictor allowed that spend a disruption budget and were reserved in the ledger.",
 			StabilityLevel: metrics.ALPHA,

@@ -1,10 +1,15 @@
 package budgetevictor
 
 import (
+	"context"
 	"testing"
 
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+	frameworkfake "sigs.k8s.io/descheduler/pkg/framework/fake"
 )
 
 func TestValidateBudgetAwareEvictorArgs(t *testing.T) {
@@ -39,5 +44,19 @@ func TestValidateBudgetAwareEvictorArgs(t *testing.T) {
 				t.Errorf("error = %q, want %q", got, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestNewRejectsInvalidArgs checks that New refuses args of another type,
+// and validates again.
+func TestNewRejectsInvalidArgs(t *testing.T) {
+	client := fake.NewClientset()
+	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: informers.NewSharedInformerFactory(client, 0)}
+	if _, err := New(context.Background(), &policyv1.Eviction{}, handle); err == nil {
+		t.Fatal("New accepted args of the wrong type")
+	}
+	_, err := New(context.Background(), &BudgetAwareEvictorArgs{CacheSyncTimeoutSeconds: ptr.To[int32](0)}, handle)
+	if err == nil {
+		t.Fatal("New accepted invalid args")
 	}
 }

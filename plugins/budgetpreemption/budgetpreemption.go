@@ -116,11 +116,11 @@ func argsFrom(obj runtime.Object) (*BudgetAwarePreemptionArgs, error) {
 		args = a
 	case *VersionedArgs:
 		v := a.DeepCopyObject().(*VersionedArgs)
-		SetDefaultsVersionedArgs(v)
+		SetDefaultsBudgetAwarePreemptionArgs(v)
 		args = &BudgetAwarePreemptionArgs{}
 		convertToInternal(v, args)
 	default:
-		return nil, fmt.Errorf("got args of type %T, want *%sArgs", obj, Name)
+		return nil, fmt.Errorf("want args of type *%s, got %T", Kind, obj)
 	}
 	if err := ValidateBudgetAwarePreemptionArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func argsFrom(obj runtime.Object) (*BudgetAwarePreemptionArgs, error) {
 }
 
 func newPlugin(args *BudgetAwarePreemptionArgs, fh fwk.Handle, c *budget.Cache, fts feature.Features) *BudgetAwarePreemption {
-	registerMetrics()
+	RegisterMetrics()
 	pl := &BudgetAwarePreemption{
 		fh:           fh,
 		fts:          fts,

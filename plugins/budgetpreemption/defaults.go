@@ -8,8 +8,9 @@ const (
 	DefaultMinCandidateNodesAbsolute   int32 = 100
 )
 
-// SetDefaultsVersionedArgs fills in every field that is not set.
-func SetDefaultsVersionedArgs(a *VersionedArgs) {
+// SetDefaultsBudgetAwarePreemptionArgs fills the unset fields of the
+// versioned args. The scheme's defaulter (register.go) calls it.
+func SetDefaultsBudgetAwarePreemptionArgs(a *VersionedArgs) {
 	if a.Mode == nil {
 		a.Mode = ptr.To(ModeStrict)
 	}
@@ -30,7 +31,7 @@ func SetDefaultsVersionedArgs(a *VersionedArgs) {
 // DefaultArgs returns the arguments used when a profile configures none.
 func DefaultArgs() *BudgetAwarePreemptionArgs {
 	v := &VersionedArgs{}
-	SetDefaultsVersionedArgs(v)
+	SetDefaultsBudgetAwarePreemptionArgs(v)
 	out := &BudgetAwarePreemptionArgs{}
 	convertToInternal(v, out)
 	return out

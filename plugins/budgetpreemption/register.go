@@ -30,7 +30,7 @@ func addInternalTypes(s *runtime.Scheme) error {
 
 func addVersionedTypes(s *runtime.Scheme) error {
 	s.AddKnownTypeWithName(schedv1.SchemeGroupVersion.WithKind(Kind), &VersionedArgs{})
-	s.AddTypeDefaultingFunc(&VersionedArgs{}, func(obj any) { SetDefaultsVersionedArgs(obj.(*VersionedArgs)) })
+	s.AddTypeDefaultingFunc(&VersionedArgs{}, func(obj any) { SetDefaultsBudgetAwarePreemptionArgs(obj.(*VersionedArgs)) })
 	if err := s.AddConversionFunc((*VersionedArgs)(nil), (*BudgetAwarePreemptionArgs)(nil), func(a, b any, _ conversion.Scope) error {
 		convertToInternal(a.(*VersionedArgs), b.(*BudgetAwarePreemptionArgs))
 		return nil

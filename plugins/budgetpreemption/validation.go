@@ -5,7 +5,7 @@ import (
 )
 
 // ValidateBudgetAwarePreemptionArgs checks args; every error names its field
-// under path.
+// under path, e.g. "profiles[0].pluginConfig[1].args.actuation".
 func ValidateBudgetAwarePreemptionArgs(path *field.Path, args *BudgetAwarePreemptionArgs) error {
 	var errs field.ErrorList
 	switch args.Mode {
