@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
@@ -25,9 +27,11 @@ import (
 // Everything here normally happens within a second or two.
 const DefaultWait = 30 * time.Second
 
-// Env is a test's handle on a cluster: the client its helpers use.
+// Env is a test's handle on a cluster: the clients its helpers use.
 type Env struct {
 	Client kubernetes.Interface
+	// Kruise is needed only by the PodUnavailableBudget helpers.
+	Kruise kruiseclientset.Interface
 }
 
 // New returns an Env that works through client.
@@ -221,4 +225,34 @@ func PodCondition(pod *corev1.Pod, t corev1.PodConditionType) corev1.ConditionSt
 		}
 	}
 	return ""
+}
+
+// Counter returns the value of the counter name in the legacy registry
+// that components serve on /metrics, in the series whose labels include
+// every one of labels; 0 when there is none.
+func Counter(t testing.TB, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }

@@ -112,6 +112,12 @@ func (w *PodWrapper) Container(name, cpu string) *PodWrapper {
 	return w
 }
 
+// InitContainer adds a pause init container named name.
+func (w *PodWrapper) InitContainer(name string) *PodWrapper {
+	w.Spec.InitContainers = append(w.Spec.InitContainers, corev1.Container{Name: name, Image: PauseImage})
+	return w
+}
+
 // OnNodes adds a required node affinity to the named nodes.
 func (w *PodWrapper) OnNodes(nodes ...string) *PodWrapper {
 	// A field selector term takes one node name; terms are ORed.
@@ -162,6 +168,13 @@ func (w *PodWrapper) Terminating(at time.Time) *PodWrapper {
 	return w
 }
 
+// DeletionGracePeriod sets metadata.deletionGracePeriodSeconds, which the
+// API server sets beside the deletionTimestamp.
+func (w *PodWrapper) DeletionGracePeriod(seconds int64) *PodWrapper {
+	w.DeletionGracePeriodSeconds = ptr.To(seconds)
+	return w
+}
+
 // Template returns the pod's labels, annotations and spec as a pod template.
 func (w *PodWrapper) Template() corev1.PodTemplateSpec {
 	p := w.DeepCopy()
@@ -207,4 +220,12 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// BoundPod returns a builder of a pod bound to node (spec.nodeName), with
+// one pause container "app" that requests 100m CPU and a 30 s termination
+// grace period: what the sandbox's simulated kubelet runs. Tests create such
+// pods, or templates of them, without a scheduler.
+func BoundPod(node string) *PodWrapper {
+	return MakePod().Node(node).GracePeriod(30).Container("app", "100m")
 }

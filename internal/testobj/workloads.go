@@ -33,8 +33,8 @@ func (w *NodeWrapper) Label(k, v string) *NodeWrapper {
 	return w
 }
 
-// Capacity sets status.capacity and status.allocatable to cpu CPUs and pods
-// pods.
+// Capacity sets status.capacity to cpu CPUs and pods pods (the sandbox's
+// simulated kubelet derives allocatable from it).
 func (w *NodeWrapper) Capacity(cpu, pods string) *NodeWrapper {
 	return w.Resources(corev1.ResourceList{
 		corev1.ResourceCPU:  resource.MustParse(cpu),
@@ -42,9 +42,14 @@ func (w *NodeWrapper) Capacity(cpu, pods string) *NodeWrapper {
 	})
 }
 
-// Resources sets status.capacity and status.allocatable to a copy of r.
+// Resources sets status.capacity to a copy of r.
 func (w *NodeWrapper) Resources(r corev1.ResourceList) *NodeWrapper {
 	w.Status.Capacity = r.DeepCopy()
+	return w
+}
+
+// Allocatable sets status.allocatable to a copy of r.
+func (w *NodeWrapper) Allocatable(r corev1.ResourceList) *NodeWrapper {
 	w.Status.Allocatable = r.DeepCopy()
 	return w
 }
@@ -160,5 +165,11 @@ func (w *StatefulSetWrapper) Namespace(s string) *StatefulSetWrapper {
 // UID sets the UID.
 func (w *StatefulSetWrapper) UID(s string) *StatefulSetWrapper {
 	w.ObjectMeta.UID = types.UID(s)
+	return w
+}
+
+// Replicas sets spec.replicas.
+func (w *StatefulSetWrapper) Replicas(n int32) *StatefulSetWrapper {
+	w.Spec.Replicas = ptr.To(n)
 	return w
 }

@@ -18,12 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
 func TestControlPlaneNodeBecomesReady(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := env.NewNamespace(t)
 	tests := []struct {
 		name     string
 		capacity corev1.ResourceList
@@ -45,8 +47,8 @@ func TestControlPlaneNodeBecomesReady(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			node := createNode(t, ns, tt.capacity)
-			waitFor(t, defaultWait, "node "+node.Name+" to be Ready and untainted", func(ctx context.Context) (bool, error) {
+			node := env.CreateNode(t, ns, testobj.MakeNode().Resources(tt.capacity))
+			testenv.WaitFor(t, testenv.DefaultWait, "node "+node.Name+" to be Ready and untainted", func(ctx context.Context) (bool, error) {
 				n, err := cp.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 				if err != nil {
 					return false, err
@@ -75,17 +77,17 @@ func TestControlPlaneNodeBecomesReady(t *testing.T) {
 
 func TestControlPlaneReplicaSetPodsBecomeReady(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
+	ns := env.NewNamespace(t)
+	node := env.CreateNode(t, ns, testobj.MakeNode())
 	rs := createReplicaSet(t, ns, "web", node.Name, 3, nil)
-	pods := waitForReadyPods(t, ns, rs.Spec.Selector.MatchLabels, 3)
+	pods := env.WaitForReadyPods(t, ns, rs.Spec.Selector.MatchLabels, 3)
 	for _, p := range pods {
 		if p.Spec.NodeName != node.Name || p.Status.PodIP == "" || p.Status.HostIP == "" || p.Status.StartTime == nil {
 			t.Errorf("pod %s: nodeName %q podIP %q hostIP %q startTime %v, want bound to %s with IPs and a start time",
 				p.Name, p.Spec.NodeName, p.Status.PodIP, p.Status.HostIP, p.Status.StartTime, node.Name)
 		}
 		for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-			if s := podCondition(&p, c); s != corev1.ConditionTrue {
+			if s := testenv.PodCondition(&p, c); s != corev1.ConditionTrue {
 				t.Errorf("pod %s: condition %s is %q, want True", p.Name, c, s)
 			}
 		}
@@ -93,7 +95,7 @@ func TestControlPlaneReplicaSetPodsBecomeReady(t *testing.T) {
 			t.Errorf("pod %s: container statuses %+v, want one running and ready", p.Name, p.Status.ContainerStatuses)
 		}
 	}
-	waitFor(t, defaultWait, "ReplicaSet status to count 3 ready replicas", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, testenv.DefaultWait, "ReplicaSet status to count 3 ready replicas", func(ctx context.Context) (bool, error) {
 		cur, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, rs.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -104,22 +106,22 @@ func TestControlPlaneReplicaSetPodsBecomeReady(t *testing.T) {
 
 func TestControlPlaneDeploymentPodsBecomeReady(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
+	ns := env.NewNamespace(t)
+	node := env.CreateNode(t, ns, testobj.MakeNode())
 	lbls := map[string]string{"app": "api"}
-	d, err := cp.Client.AppsV1().Deployments(ns).Create(testContext(t), &appsv1.Deployment{
+	d, err := cp.Client.AppsV1().Deployments(ns).Create(testenv.Context(t), &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "api"},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: lbls},
-			Template: podTemplate(node.Name, lbls, nil),
+			Template: testobj.BoundPod(node.Name).Labels(lbls).Template(),
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create Deployment: %v", err)
 	}
-	waitForReadyPods(t, ns, lbls, 2)
-	waitFor(t, defaultWait, "Deployment to report 2 available replicas", func(ctx context.Context) (bool, error) {
+	env.WaitForReadyPods(t, ns, lbls, 2)
+	testenv.WaitFor(t, testenv.DefaultWait, "Deployment to report 2 available replicas", func(ctx context.Context) (bool, error) {
 		cur, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -137,8 +139,8 @@ func TestControlPlaneDeploymentPodsBecomeReady(t *testing.T) {
 // disruption controller recomputes only one of them on that pod's events.
 func TestControlPlanePDBStatus(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
+	ns := env.NewNamespace(t)
+	node := env.CreateNode(t, ns, testobj.MakeNode())
 
 	type numbers struct{ healthy, desired, allowed, expected int32 }
 	tests := []struct {
@@ -160,25 +162,17 @@ func TestControlPlanePDBStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rs := createReplicaSet(t, ns, tt.name, node.Name, 4, nil)
-			pods := waitForReadyPods(t, ns, rs.Spec.Selector.MatchLabels, 4)
-			_, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(testContext(t), &policyv1.PodDisruptionBudget{
-				ObjectMeta: metav1.ObjectMeta{Name: tt.name},
-				Spec: policyv1.PodDisruptionBudgetSpec{
-					Selector:       rs.Spec.Selector,
-					MinAvailable:   tt.minAvailable,
-					MaxUnavailable: tt.maxUnavailable,
-				},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("create PDB: %v", err)
-			}
-			waitFor(t, defaultWait, "PDB status with all pods Ready", pdbStatusIs(ns, tt.name, status(tt.allReady)))
+			pods := env.WaitForReadyPods(t, ns, rs.Spec.Selector.MatchLabels, 4)
+			pdb := testobj.MakePDB().Name(tt.name).Selector(rs.Spec.Selector)
+			pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable = tt.minAvailable, tt.maxUnavailable
+			env.CreatePDB(t, ns, pdb)
+			testenv.WaitFor(t, testenv.DefaultWait, "PDB status with all pods Ready", env.PDBStatusIs(ns, tt.name, status(tt.allReady)))
 
 			setReadiness(t, ns, pods[0].Name, sandbox.ReadinessNever)
-			waitFor(t, defaultWait, "PDB status with one pod not Ready", pdbStatusIs(ns, tt.name, status(tt.oneNotReady)))
+			testenv.WaitFor(t, testenv.DefaultWait, "PDB status with one pod not Ready", env.PDBStatusIs(ns, tt.name, status(tt.oneNotReady)))
 
 			setReadiness(t, ns, pods[0].Name, sandbox.ReadinessReady)
-			waitFor(t, defaultWait, "PDB status with the pod Ready again", pdbStatusIs(ns, tt.name, status(tt.allReady)))
+			testenv.WaitFor(t, testenv.DefaultWait, "PDB status with the pod Ready again", env.PDBStatusIs(ns, tt.name, status(tt.allReady)))
 		})
 	}
 }
@@ -187,26 +181,23 @@ func TestControlPlanePDBStatus(t *testing.T) {
 func setReadiness(t *testing.T, ns, name, value string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sandbox.ReadinessAnnotation, value)
-	if _, err := cp.Client.CoreV1().Pods(ns).Patch(testContext(t), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := cp.Client.CoreV1().Pods(ns).Patch(testenv.Context(t), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("annotate pod %s/%s with %s=%s: %v", ns, name, sandbox.ReadinessAnnotation, value, err)
 	}
 }
 
 func TestControlPlaneDeletedPodGoesAway(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
-	pod := createPod(t, ns, "doomed", node.Name, nil)
-	waitFor(t, defaultWait, "pod to be Running and Ready", podRunningReady(ns, pod.Name, true))
+	ns, pod := podOnNewNode(t, "doomed", nil, true)
 
 	// The default grace period (30s in the template) would keep the pod
 	// terminating; the simulated kubelet must finish it at once.
 	began := time.Now()
-	if err := cp.Client.CoreV1().Pods(ns).Delete(testContext(t), pod.Name, metav1.DeleteOptions{}); err != nil {
+	if err := cp.Client.CoreV1().Pods(ns).Delete(testenv.Context(t), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete pod: %v", err)
 	}
-	waitFor(t, 5*time.Second, "deleted pod to disappear", func(ctx context.Context) (bool, error) {
-		_, err := getPod(ctx, ns, pod.Name)
+	testenv.WaitFor(t, 5*time.Second, "deleted pod to disappear", func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
@@ -217,8 +208,8 @@ func TestControlPlaneDeletedPodGoesAway(t *testing.T) {
 
 func TestControlPlanePUBCRDServed(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	ctx := testContext(t)
+	ns := env.NewNamespace(t)
+	ctx := testenv.Context(t)
 	want := policyv1alpha1.PodUnavailableBudgetSpec{
 		Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 		MaxUnavailable: ptr.To(intstr.FromString("25%")),

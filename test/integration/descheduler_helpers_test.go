@@ -14,16 +14,14 @@ import (
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/metrics/testutil"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/descheduler/cmd/descheduler/app/options"
 	deschedulermetrics "sigs.k8s.io/descheduler/metrics"
 	"sigs.k8s.io/descheduler/pkg/descheduler"
@@ -31,6 +29,8 @@ import (
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 
 	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -177,7 +177,7 @@ func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*ev
 	rs.DryRun = dryRun
 	rs.DeschedulingInterval = 0
 	deschedulermetrics.Register()
-	ctx, cancel := context.WithCancel(testContext(t))
+	ctx, cancel := context.WithCancel(testenv.Context(t))
 	defer cancel()
 	if until != nil {
 		rs.DeschedulingInterval = 2 * time.Second
@@ -195,44 +195,12 @@ func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*ev
 	return counter
 }
 
-// evictorLabelNodes labels nodes with the namespace, so a policy's nodeSelector
-// keeps the descheduler to this test's nodes.
-func evictorLabelNodes(t *testing.T, ns string, nodes ...*corev1.Node) string {
-	t.Helper()
-	ctx := testContext(t)
-	for _, n := range nodes {
-		patch := fmt.Sprintf(`{"metadata":{"labels":{"budgetguard.io/test":%q}}}`, ns)
-		if _, err := cp.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return "budgetguard.io/test=" + ns
-}
-
-// evictorPDB creates a PDB over app=name with maxUnavailable and policy (may be "").
-func evictorPDB(t *testing.T, ns, name string, maxUnavailable int32, policy string) {
-	t.Helper()
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-		},
-	}
-	if policy != "" {
-		pdb.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.UnhealthyPodEvictionPolicyType(policy))
-	}
-	if _, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(testContext(t), pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create pdb: %v", err)
-	}
-}
-
 // evictorNeverReadyReplacements makes the pods the ReplicaSet creates from now on
 // Running but never Ready; its existing pods are not touched.
 func evictorNeverReadyReplacements(t *testing.T, ns, name string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, sandbox.ReadinessAnnotation, sandbox.ReadinessNever)
-	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Patch(testContext(t), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := cp.Client.AppsV1().ReplicaSets(ns).Patch(testenv.Context(t), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patch ReplicaSet %s/%s: %v", ns, name, err)
 	}
 }
@@ -241,35 +209,10 @@ func evictorNeverReadyReplacements(t *testing.T, ns, name string) {
 // HighNodeUtilization (CPU threshold 20%) on the nodes nodeSelector selects,
 // evicting in ns only; budgetAware adds BudgetAwareEvictor.
 func highUtilizationPolicy(ns, nodeSelector string, budgetAware bool) string {
-	evictors := "[DefaultEvictor]"
-	extra := ""
-	if budgetAware {
-		evictors = "[DefaultEvictor, BudgetAwareEvictor]"
-		extra = "  - name: BudgetAwareEvictor\n"
-	}
-	return fmt.Sprintf(`apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-nodeSelector: %q
-profiles:
-- name: test
-  pluginConfig:
-  - name: DefaultEvictor
-    args:
-      namespaceLabelSelector:
-        matchLabels:
-          kubernetes.io/metadata.name: %q
-%s  - name: HighNodeUtilization
-    args:
-      thresholds:
-        cpu: 20
-  plugins:
-    filter:
-      enabled: %s
-    preevictionfilter:
-      enabled: %s
-    balance:
-      enabled: [HighNodeUtilization]
-`, nodeSelector, ns, extra, evictors, evictors)
+	return testobj.DeschedulerPolicy{
+		NodeSelector: nodeSelector, Namespace: ns, BudgetAware: budgetAware,
+		Strategy: "HighNodeUtilization", StrategyArgs: "{thresholds: {cpu: 20}}",
+	}.YAML()
 }
 
 // deschedulerEvicted is what the descheduler's own pods_evicted_total metric
@@ -284,4 +227,56 @@ func deschedulerEvicted(t *testing.T, strategy, ns, node string) int {
 		t.Fatal(err)
 	}
 	return int(v)
+}
+
+// evictorNodes creates n nodes of 4 CPUs, 110 pods and 16Gi, labelled for
+// ns, so that a policy's nodeSelector keeps the descheduler to this
+// test's nodes, and returns them with that node selector.
+func evictorNodes(t *testing.T, ns string, n int) ([]*corev1.Node, string) {
+	t.Helper()
+	nodes := make([]*corev1.Node, n)
+	for i := range nodes {
+		nodes[i] = env.CreateNode(t, ns, testobj.MakeNode().Label("budgetguard.io/test", ns).Resources(corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+		}))
+	}
+	return nodes, "budgetguard.io/test=" + ns
+}
+
+// expectAnswers checks how many of the descheduler's eviction requests the
+// API server answered 201 (created) and 429 (tooMany), and how many reached
+// it in all (total; not checked when negative).
+func expectAnswers(t *testing.T, got *evictionCounter, created, tooMany, total int) {
+	t.Helper()
+	if n := got.count(http.StatusCreated); n != created {
+		t.Errorf("evictions that succeeded = %d, want %d (answers: %s)", n, created, got)
+	}
+	if n := got.count(http.StatusTooManyRequests); n != tooMany {
+		t.Errorf("429s from the API server = %d, want %d (answers: %s)", n, tooMany, got)
+	}
+	if n := got.total(); total >= 0 && n != total {
+		t.Errorf("eviction requests that reached the API server = %d, want %d (answers: %s)", n, total, got)
+	}
+}
+
+// dryRunThenRealRun runs policy in the descheduler's dry run, which must
+// send no eviction request, then for real, and returns the evictions the
+// dry run predicted and the real run performed on nodeA (the descheduler's
+// own pods_evicted_total), and the real run's answers.
+func dryRunThenRealRun(t *testing.T, policy, ns, nodeA string) (predicted, performed int, real *evictionCounter) {
+	t.Helper()
+	const strategy = "HighNodeUtilization"
+	before := deschedulerEvicted(t, strategy, ns, nodeA)
+	dry := runDeschedulerUntil(t, policy, true, func(*evictionCounter) bool {
+		return deschedulerEvicted(t, strategy, ns, nodeA) > before
+	})
+	predicted = deschedulerEvicted(t, strategy, ns, nodeA) - before
+	if n := dry.total(); n != 0 {
+		t.Fatalf("dry-run sent %d eviction requests to the API server (answers: %s)", n, dry)
+	}
+	before = deschedulerEvicted(t, strategy, ns, nodeA)
+	real = runDescheduler(t, policy, false)
+	performed = deschedulerEvicted(t, strategy, ns, nodeA) - before
+	t.Logf("dry-run predicted %d evictions, the real run performed %d (API answers %s)", predicted, performed, real)
+	return predicted, performed, real
 }

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -183,30 +185,21 @@ func TestDifferentialEvictionAPI(t *testing.T) {
 }
 
 func runDiffScenario(t *testing.T, cache *budget.Cache, sc diffScenario, tally *diffTally) {
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
-	ctx := testContext(t)
+	ns := env.NewNamespace(t)
+	node := env.CreateNode(t, ns, testobj.MakeNode())
+	ctx := testenv.Context(t)
 	t.Logf("scenario: %s", sc)
 
 	var names []string
 	if sc.stale {
 		for i := 0; i < sc.replicas; i++ {
 			name := fmt.Sprintf("web-%d", i)
-			p := podTemplate(node.Name, map[string]string{"app": "web"}, nil)
-			_, err := cp.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: p.Labels, OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "missing", UID: types.UID("missing"), Controller: ptr.To(true),
-				}}},
-				Spec: p.Spec,
-			}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			env.CreatePod(t, ns, testobj.BoundPod(node.Name).Name(name).Label("app", "web").OwnedBy("apps/v1", "ReplicaSet", "missing", "missing"))
 			names = append(names, name)
 		}
 	} else {
 		createReplicaSet(t, ns, "web", node.Name, int32(sc.replicas), nil)
-		waitFor(t, defaultWait, "the ReplicaSet's pods", func(ctx context.Context) (bool, error) {
+		testenv.WaitFor(t, testenv.DefaultWait, "the ReplicaSet's pods", func(ctx context.Context) (bool, error) {
 			list, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			if err != nil || len(list.Items) != sc.replicas {
 				return false, err
@@ -225,9 +218,9 @@ func runDiffScenario(t *testing.T, cache *budget.Cache, sc diffScenario, tally *
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, defaultWait, "pods running with the wanted readiness", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, testenv.DefaultWait, "pods running with the wanted readiness", func(ctx context.Context) (bool, error) {
 		for i, n := range names {
-			p, err := getPod(ctx, ns, n)
+			p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -258,7 +251,7 @@ func runDiffScenario(t *testing.T, cache *budget.Cache, sc diffScenario, tally *
 		}
 	}
 	if sc.disrupted >= 0 {
-		waitFor(t, defaultWait, "pdb-0 synced", func(ctx context.Context) (bool, error) {
+		testenv.WaitFor(t, testenv.DefaultWait, "pdb-0 synced", func(ctx context.Context) (bool, error) {
 			p, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "pdb-0", metav1.GetOptions{})
 			return err == nil && p.Status.ObservedGeneration == p.Generation, err
 		})
@@ -278,7 +271,7 @@ func runDiffScenario(t *testing.T, cache *budget.Cache, sc diffScenario, tally *
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, defaultWait, "PDB status settled", func(ctx context.Context) (bool, error) { return pdbsSettled(ctx, ns, sc, names) })
+	testenv.WaitFor(t, testenv.DefaultWait, "PDB status settled", func(ctx context.Context) (bool, error) { return pdbsSettled(ctx, ns, sc, names) })
 
 	for _, n := range names {
 		runDiffCase(t, cache, ns, n, true, tally)
@@ -360,7 +353,7 @@ type liveState struct {
 }
 
 func readLive(ctx context.Context, ns, name string) (liveState, error) {
-	pod, err := getPod(ctx, ns, name)
+	pod, err := cp.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return liveState{}, err
 	}
@@ -386,7 +379,7 @@ var wantCode = map[budget.Reason]int32{
 
 func runDiffCase(t *testing.T, cache *budget.Cache, ns, name string, dryRun bool, tally *diffTally) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 	for attempt := 0; attempt < 20; attempt++ {
 		if attempt > 0 {
 			tally.mu.Lock()
@@ -397,7 +390,7 @@ func runDiffCase(t *testing.T, cache *budget.Cache, ns, name string, dryRun bool
 		// Read the live state until the Cache has observed exactly its PDB
 		// versions: a PDB may move on after the read, so re-read, not wait.
 		var before liveState
-		waitFor(t, defaultWait, "the budget cache to observe the live PDBs", func(ctx context.Context) (bool, error) {
+		testenv.WaitFor(t, testenv.DefaultWait, "the budget cache to observe the live PDBs", func(ctx context.Context) (bool, error) {
 			var err error
 			if before, err = readLive(ctx, ns, name); err != nil {
 				return false, err

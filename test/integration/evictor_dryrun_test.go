@@ -1,13 +1,11 @@
 package integration
 
 import (
-	"context"
 	"testing"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 // The descheduler's dry-run with BudgetAwareEvictor predicts the evictions
@@ -16,21 +14,7 @@ import (
 // predicts every eviction the strategy wants.
 func TestDeschedulerDryRunPredictsRealRun(t *testing.T) {
 	ns, sel, nodeA := setupUnderutilizedWith(t, nil, 1)
-	const strategy = "HighNodeUtilization"
-
-	before := deschedulerEvicted(t, strategy, ns, nodeA)
-	dry := runDeschedulerUntil(t, highUtilizationPolicy(ns, sel, true), true, func(*evictionCounter) bool {
-		return deschedulerEvicted(t, strategy, ns, nodeA) > before
-	})
-	predicted := deschedulerEvicted(t, strategy, ns, nodeA) - before
-	if n := dry.total(); n != 0 {
-		t.Fatalf("dry-run sent %d eviction requests to the API server (answers: %s)", n, dry)
-	}
-
-	before = deschedulerEvicted(t, strategy, ns, nodeA)
-	real := runDescheduler(t, highUtilizationPolicy(ns, sel, true), false)
-	performed := deschedulerEvicted(t, strategy, ns, nodeA) - before
-	t.Logf("dry-run predicted %d evictions, the real run performed %d (API answers %s)", predicted, performed, real)
+	predicted, performed, real := dryRunThenRealRun(t, highUtilizationPolicy(ns, sel, true), ns, nodeA)
 	if predicted != 1 || performed != 1 || real.count(201) != 1 {
 		t.Errorf("dry-run predicted %d evictions, the real run performed %d (API: %s); want 1 and 1", predicted, performed, real)
 	}
@@ -59,39 +43,10 @@ func TestDeschedulerDryRunReferenceOverpredicts(t *testing.T) {
 // dry run predicts the 1 eviction the PUB allows, as the real run performs.
 func TestDeschedulerDryRunHonoursPUBByTargetRef(t *testing.T) {
 	ns, sel, nodeA := setupUnderutilizedWith(t, nil, -1)
-	ctx := testContext(t)
-	pubs := cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(ns)
-	pub, err := pubs.Create(ctx, &kruisepolicy.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: kruisepolicy.PodUnavailableBudgetSpec{
-			TargetReference: &kruisepolicy.TargetReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web"},
-			MaxUnavailable:  ptr.To(intstr.FromInt32(1)),
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PUB: %v", err)
-	}
-	t.Cleanup(func() { _ = pubs.Delete(context.Background(), "web", metav1.DeleteOptions{}) })
+	pub := env.CreatePUB(t, ns, testobj.MakePUB().Name("web").TargetRef("apps/v1", "ReplicaSet", "web").MaxUnavailable(intstr.FromInt32(1)))
 	// No Kruise controller runs in this package: write the status it would compute.
-	pub.Status = kruisepolicy.PodUnavailableBudgetStatus{
-		ObservedGeneration: pub.Generation, UnavailableAllowed: 1, CurrentAvailable: 3, DesiredAvailable: 2, TotalReplicas: 3,
-	}
-	if _, err := pubs.UpdateStatus(ctx, pub, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("update PUB status: %v", err)
-	}
-	const strategy = "HighNodeUtilization"
-	before := deschedulerEvicted(t, strategy, ns, nodeA)
-	dry := runDeschedulerUntil(t, highUtilizationPolicy(ns, sel, true), true, func(*evictionCounter) bool {
-		return deschedulerEvicted(t, strategy, ns, nodeA) > before
-	})
-	predicted := deschedulerEvicted(t, strategy, ns, nodeA) - before
-	if n := dry.total(); n != 0 {
-		t.Fatalf("dry-run sent %d eviction requests to the API server (answers: %s)", n, dry)
-	}
-	before = deschedulerEvicted(t, strategy, ns, nodeA)
-	real := runDescheduler(t, highUtilizationPolicy(ns, sel, true), false)
-	performed := deschedulerEvicted(t, strategy, ns, nodeA) - before
-	t.Logf("dry-run predicted %d evictions, the real run performed %d (API answers %s)", predicted, performed, real)
+	env.SetPUBStatus(t, pub, 3, 2, 1)
+	predicted, performed, _ := dryRunThenRealRun(t, highUtilizationPolicy(ns, sel, true), ns, nodeA)
 	if predicted != 1 || performed != 1 {
 		t.Errorf("dry-run predicted %d evictions, the real run performed %d; want 1 and 1 (the PUB allows 1)", predicted, performed)
 	}

@@ -1,14 +1,12 @@
 package integration
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 // A PodUnavailableBudget that allows 1 unavailable pod limits the
@@ -16,30 +14,9 @@ import (
 // sandbox, so the API server lets the stock descheduler evict all 3.
 func TestEvictorPodUnavailableBudget(t *testing.T) {
 	ns, sel, _ := setupUnderutilizedWith(t, nil, -1)
-	ctx := testContext(t)
-	pubs := cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(ns)
-	pub, err := pubs.Create(ctx, &kruisepolicy.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: kruisepolicy.PodUnavailableBudgetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PUB: %v", err)
-	}
-	t.Cleanup(func() { _ = pubs.Delete(context.Background(), "web", metav1.DeleteOptions{}) })
+	pub := env.CreatePUB(t, ns, testobj.MakePUB().Name("web").MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)))
 	// No Kruise controller runs here: write the status it would compute.
-	pub.Status = kruisepolicy.PodUnavailableBudgetStatus{
-		ObservedGeneration: pub.Generation,
-		UnavailableAllowed: 1,
-		CurrentAvailable:   3,
-		DesiredAvailable:   2,
-		TotalReplicas:      3,
-	}
-	if _, err := pubs.UpdateStatus(ctx, pub, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("update PUB status: %v", err)
-	}
+	env.SetPUBStatus(t, pub, 3, 2, 1)
 
 	got := runDescheduler(t, highUtilizationPolicy(ns, sel, true), false)
 	if n := got.count(http.StatusCreated); n != 1 {
@@ -54,18 +31,7 @@ func TestEvictorPodUnavailableBudget(t *testing.T) {
 // nothing of PUBs.
 func TestDeschedulerDefaultEvictorIgnoresPUB(t *testing.T) {
 	ns, sel, _ := setupUnderutilizedWith(t, nil, -1)
-	ctx := testContext(t)
-	pubs := cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(ns)
-	if _, err := pubs.Create(ctx, &kruisepolicy.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: kruisepolicy.PodUnavailableBudgetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create PUB: %v", err)
-	}
-	t.Cleanup(func() { _ = pubs.Delete(context.Background(), "web", metav1.DeleteOptions{}) })
+	env.CreatePUB(t, ns, testobj.MakePUB().Name("web").MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)))
 	got := runDescheduler(t, highUtilizationPolicy(ns, sel, false), false)
 	if n := got.count(http.StatusCreated); n != 3 {
 		t.Errorf("evictions = %d, want 3 (answers: %s)", n, got)

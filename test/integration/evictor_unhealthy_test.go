@@ -6,10 +6,11 @@ import (
 	"net/http"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -19,26 +20,24 @@ import (
 // allows 0 disruptions.
 func setupCrashLoop(t *testing.T, policy string) (ns, nodeSelector string) {
 	t.Helper()
-	ns = newNamespace(t)
-	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}
-	a, b := createNode(t, ns, capacity), createNode(t, ns, capacity)
-	nodeSelector = evictorLabelNodes(t, ns, a, b)
-	createReplicaSet(t, ns, "web", a.Name, 3, map[string]string{sandbox.ReadinessAnnotation: sandbox.ReadinessCrashLoop})
-	evictorPDB(t, ns, "web", 1, policy)
-	waitFor(t, defaultWait, "3 web pods restarted at least twice", func(ctx context.Context) (bool, error) {
-		pods, err := listPods(ctx, ns, map[string]string{"app": "web"})
+	ns = env.NewNamespace(t)
+	nodes, nodeSelector := evictorNodes(t, ns, 2)
+	createReplicaSet(t, ns, "web", nodes[0].Name, 3, map[string]string{sandbox.ReadinessAnnotation: sandbox.ReadinessCrashLoop})
+	env.CreatePDB(t, ns, testobj.MakePDB().Name("web").MaxUnavailable(1).MatchLabels("app", "web").UnhealthyPodEvictionPolicy(policyv1.UnhealthyPodEvictionPolicyType(policy)))
+	testenv.WaitFor(t, testenv.DefaultWait, "3 web pods restarted at least twice", func(ctx context.Context) (bool, error) {
+		pods, err := env.ListPods(ctx, ns, map[string]string{"app": "web"})
 		if err != nil {
 			return false, err
 		}
 		n := 0
 		for _, p := range pods {
-			if len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].RestartCount >= 2 && !podReady(&p) {
+			if len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].RestartCount >= 2 && !testenv.PodReady(&p) {
 				n++
 			}
 		}
 		return n == 3, fmt.Errorf("%d of %d pods restarted twice", n, len(pods))
 	})
-	waitFor(t, defaultWait, "pdb web allows 0", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, testenv.DefaultWait, "pdb web allows 0", func(ctx context.Context) (bool, error) {
 		pdb, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -50,28 +49,14 @@ func setupCrashLoop(t *testing.T, policy string) (ns, nodeSelector string) {
 	return ns, nodeSelector
 }
 
+// restartsPolicy is a policy whose only strategy is
+// RemovePodsHavingTooManyRestarts (2 restarts) in ns, on the nodes
+// nodeSelector selects, with BudgetAwareEvictor.
 func restartsPolicy(ns, nodeSelector string) string {
-	return fmt.Sprintf(`apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-nodeSelector: %q
-profiles:
-- name: test
-  pluginConfig:
-  - name: DefaultEvictor
-  - name: BudgetAwareEvictor
-  - name: RemovePodsHavingTooManyRestarts
-    args:
-      podRestartThreshold: 2
-      namespaces:
-        include: [%q]
-  plugins:
-    filter:
-      enabled: [DefaultEvictor, BudgetAwareEvictor]
-    preevictionfilter:
-      enabled: [DefaultEvictor, BudgetAwareEvictor]
-    deschedule:
-      enabled: [RemovePodsHavingTooManyRestarts]
-`, nodeSelector, ns)
+	return testobj.DeschedulerPolicy{
+		NodeSelector: nodeSelector, BudgetAware: true, ExtensionPoint: "deschedule",
+		Strategy: "RemovePodsHavingTooManyRestarts", StrategyArgs: fmt.Sprintf("{podRestartThreshold: 2, namespaces: {include: [%q]}}", ns),
+	}.YAML()
 }
 
 func TestEvictorUnhealthyPodEvictionPolicy(t *testing.T) {

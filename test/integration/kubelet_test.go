@@ -7,7 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -18,40 +21,38 @@ func readiness(value string) map[string]string {
 	return map[string]string{sandbox.ReadinessAnnotation: value}
 }
 
-func TestControlPlaneReadinessNever(t *testing.T) {
+// TestControlPlaneReadinessNotReady: a pod annotated never Ready, or with a
+// readiness value the kubelet does not know, runs and stays not Ready.
+func TestControlPlaneReadinessNotReady(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
-	pod := createPod(t, ns, "never", node.Name, readiness(sandbox.ReadinessNever))
-	waitFor(t, defaultWait, "pod to be Running and not Ready", podRunningReady(ns, pod.Name, false))
-	holds(t, 3*time.Second, "the pod stays Running and not Ready", podRunningReady(ns, pod.Name, false))
-}
-
-func TestControlPlaneReadinessInvalidMeansNotReady(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
-	pod := createPod(t, ns, "typo", node.Name, readiness("sometimes"))
-	waitFor(t, defaultWait, "pod to be Running and not Ready", podRunningReady(ns, pod.Name, false))
-	holds(t, 2*time.Second, "the pod stays Running and not Ready", podRunningReady(ns, pod.Name, false))
+	for _, tc := range []struct {
+		name, pod, readiness string
+		hold                 time.Duration
+	}{
+		{name: "Never", pod: "never", readiness: sandbox.ReadinessNever, hold: 3 * time.Second},
+		{name: "InvalidMeansNotReady", pod: "typo", readiness: "sometimes", hold: 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns, pod := podOnNewNode(t, tc.pod, readiness(tc.readiness), false)
+			testenv.Holds(t, tc.hold, "the pod stays Running and not Ready", env.PodRunningReady(ns, pod.Name, false))
+		})
+	}
 }
 
 func TestControlPlaneReadinessCrashLoop(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
-	pod := createPod(t, ns, "crashy", node.Name, readiness(sandbox.ReadinessCrashLoop))
-	waitFor(t, defaultWait, "pod to be Running and not Ready", podRunningReady(ns, pod.Name, false))
+	ns, pod := podOnNewNode(t, "crashy", readiness(sandbox.ReadinessCrashLoop), false)
 
 	// With the default interval of 2s, the restart count reaches 2 after
 	// about 4s. The pod must not be Ready at any point on the way.
 	var restarts int32
-	waitFor(t, defaultWait, "restartCount to reach 2 while the pod is never Ready", func(ctx context.Context) (bool, error) {
-		p, err := getPod(ctx, ns, pod.Name)
+	testenv.WaitFor(t, testenv.DefaultWait, "restartCount to reach 2 while the pod is never Ready", func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		if podReady(p) {
+		if testenv.PodReady(p) {
 			t.Fatalf("crashlooping pod became Ready: %+v", p.Status)
 		}
 		if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) != 1 {
@@ -71,16 +72,16 @@ func TestControlPlaneReadinessCrashLoop(t *testing.T) {
 
 func TestControlPlaneReadinessAfter(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
+	ns := env.NewNamespace(t)
+	node := env.CreateNode(t, ns, testobj.MakeNode())
 	const delay = 2 * time.Second
 	began := time.Now()
 	pod := createPod(t, ns, "slow", node.Name, readiness(sandbox.ReadinessAfter(delay)))
-	waitFor(t, defaultWait, "pod to be Ready", podRunningReady(ns, pod.Name, true))
+	testenv.WaitFor(t, testenv.DefaultWait, "pod to be Ready", env.PodRunningReady(ns, pod.Name, true))
 	if took := time.Since(began); took < delay {
 		t.Errorf("pod annotated %s was Ready after %s", sandbox.ReadinessAfter(delay), took)
 	}
-	p, err := getPod(testContext(t), ns, pod.Name)
+	p, err := cp.Client.CoreV1().Pods(ns).Get(testenv.Context(t), pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,20 +101,17 @@ func TestControlPlaneReadinessAfter(t *testing.T) {
 // expects the pod's readiness to follow.
 func TestControlPlaneReadinessFlip(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	node := createNode(t, ns, nil)
-	pod := createPod(t, ns, "flip", node.Name, nil)
-	waitFor(t, defaultWait, "pod to be Ready", podRunningReady(ns, pod.Name, true))
+	ns, pod := podOnNewNode(t, "flip", nil, true)
 
 	setReadiness(t, ns, pod.Name, sandbox.ReadinessNever)
-	waitFor(t, defaultWait, "pod to lose readiness", podRunningReady(ns, pod.Name, false))
+	testenv.WaitFor(t, testenv.DefaultWait, "pod to lose readiness", env.PodRunningReady(ns, pod.Name, false))
 
 	setReadiness(t, ns, pod.Name, sandbox.ReadinessAfter(time.Second))
-	waitFor(t, defaultWait, "pod to become Ready a second later", podRunningReady(ns, pod.Name, true))
+	testenv.WaitFor(t, testenv.DefaultWait, "pod to become Ready a second later", env.PodRunningReady(ns, pod.Name, true))
 
 	setReadiness(t, ns, pod.Name, sandbox.ReadinessCrashLoop)
-	waitFor(t, defaultWait, "pod to lose readiness in a crash loop", podRunningReady(ns, pod.Name, false))
+	testenv.WaitFor(t, testenv.DefaultWait, "pod to lose readiness in a crash loop", env.PodRunningReady(ns, pod.Name, false))
 
 	setReadiness(t, ns, pod.Name, sandbox.ReadinessReady)
-	waitFor(t, defaultWait, "pod to be Ready again", podRunningReady(ns, pod.Name, true))
+	testenv.WaitFor(t, testenv.DefaultWait, "pod to be Ready again", env.PodRunningReady(ns, pod.Name, true))
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -26,7 +27,7 @@ var verbose = flag.Bool("sandbox.verbose", false, "leave the logs of etcd, kube-
 // one can run in a process at a time (kube-apiserver changes process-wide
 // feature gates), so tests do not get their own. They isolate themselves
 // instead: each works in its own namespace and on its own Nodes (see
-// newNamespace and createNode).
+// env.NewNamespace and env.CreateNode).
 //
 // klog's flags are registered (by kube-apiserver's test helpers, which the
 // sandbox imports): go test ./test/integration/ -args -v=4 shows the
@@ -49,6 +50,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: start the sandbox control plane: %v\n", err)
 		return 1
 	}
+	env = testenv.New(cp.Client).WithKruise(cp.KruiseClient)
 	fmt.Printf("sandbox control plane started in %s\n", time.Since(began).Round(time.Millisecond))
 
 	code := m.Run()

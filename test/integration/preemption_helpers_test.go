@@ -3,18 +3,13 @@ package integration
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubernetes/pkg/scheduler"
@@ -22,8 +17,9 @@ import (
 	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
-	"k8s.io/utils/ptr"
 
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -54,18 +50,7 @@ func startScheduler(t *testing.T, ns, args string) string {
 func runScheduler(t *testing.T, ns, args string) (string, error) {
 	t.Helper()
 	name := "sched-" + ns
-	doc := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: " + name + "\n"
-	if args != "" {
-		doc += `  plugins:
-    postFilter:
-      enabled:
-      - name: BudgetAwarePreemption
-      disabled:
-      - name: DefaultPreemption
-  pluginConfig:
-  - name: BudgetAwarePreemption
-    args: ` + args + "\n"
-	}
+	doc := testobj.SchedulerConfig{SchedulerName: name, Upstream: args == "", Args: args}.YAML()
 	obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode([]byte(doc), nil, nil)
 	if err != nil {
 		return "", fmt.Errorf("decode scheduler configuration: %w", err)
@@ -99,7 +84,7 @@ func runScheduler(t *testing.T, ns, args string) (string, error) {
 		defer close(done)
 		sched.Run(ctx)
 	}()
-	dumpOnFailure(t, ns)
+	env.DumpOnFailure(t, ns)
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -113,45 +98,7 @@ func runScheduler(t *testing.T, ns, args string) (string, error) {
 // after ns and returns their names.
 func priorityClasses(t *testing.T, ns string) (low, high, critical string) {
 	t.Helper()
-	ctx := testContext(t)
-	names := make([]string, 0, 3)
-	for _, v := range []int32{lowPriority, highPriority, criticalPriority} {
-		pc, err := cp.Client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", ns, v)},
-			Value:      v,
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create PriorityClass: %v", err)
-		}
-		t.Cleanup(func() {
-			_ = cp.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
-		})
-		names = append(names, pc.Name)
-	}
-	return names[0], names[1], names[2]
-}
-
-// readyNode creates a 4-CPU node and waits until the simulated kubelet has
-// made it Ready and untainted.
-func readyNode(t *testing.T, ns string) string {
-	t.Helper()
-	n := createNode(t, ns, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")})
-	waitFor(t, defaultWait, "node "+n.Name+" Ready and untainted", func(ctx context.Context) (bool, error) {
-		node, err := cp.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if len(node.Spec.Taints) > 0 {
-			return false, fmt.Errorf("taints %v", node.Spec.Taints)
-		}
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("not Ready")
-	})
-	return n.Name
+	return env.PriorityClass(t, ns, lowPriority), env.PriorityClass(t, ns, highPriority), env.PriorityClass(t, ns, criticalPriority)
 }
 
 // workload creates a ReplicaSet of n Ready 1-CPU pods of priority class pc
@@ -168,32 +115,21 @@ func workload(t *testing.T, ns, name, node, pc string, n int32) map[types.UID]st
 // ready is true.
 func workloadWith(t *testing.T, ns, name, node, pc string, n int32, ready bool) map[types.UID]string {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := testenv.Context(t)
 	lbls := map[string]string{"app": name}
 	var annotations map[string]string
 	if !ready {
 		annotations = map[string]string{sandbox.ReadinessAnnotation: sandbox.ReadinessNever}
 	}
-	tmpl := podTemplate(node, lbls, annotations)
-	tmpl.Spec.PriorityClassName = pc
+	tmpl := testobj.BoundPod(node).Labels(lbls).Annotations(annotations).PriorityClass(pc).Template()
 	tmpl.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
-	_, err := cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
-		Spec: appsv1.ReplicaSetSpec{
-			Replicas: ptr.To(n),
-			Selector: &metav1.LabelSelector{MatchLabels: lbls},
-			Template: tmpl,
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create ReplicaSet %s/%s: %v", ns, name, err)
-	}
+	env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name(name).Replicas(n).Template(tmpl))
 	var pods []corev1.Pod
 	if ready {
-		pods = waitForReadyPods(t, ns, lbls, int(n))
+		pods = env.WaitForReadyPods(t, ns, lbls, int(n))
 	} else {
-		waitFor(t, defaultWait, fmt.Sprintf("%d Running pods of %s", n, name), func(ctx context.Context) (bool, error) {
-			list, err := listPods(ctx, ns, lbls)
+		testenv.WaitFor(t, testenv.DefaultWait, fmt.Sprintf("%d Running pods of %s", n, name), func(ctx context.Context) (bool, error) {
+			list, err := env.ListPods(ctx, ns, lbls)
 			if err != nil {
 				return false, err
 			}
@@ -211,7 +147,7 @@ func workloadWith(t *testing.T, ns, name, node, pc string, n int32, ready bool) 
 	for _, p := range pods {
 		uids[p.UID] = p.Name
 	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rs, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -230,77 +166,12 @@ func workloadWith(t *testing.T, ns, name, node, pc string, n int32, ready bool) 
 	return uids
 }
 
-// dumpOnFailure logs the namespace's pods and events when the test fails.
-func dumpOnFailure(t *testing.T, ns string) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
-		defer cancel()
-		if pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
-			for _, p := range pods.Items {
-				t.Logf("pod %s: node %q nominated %q phase %s deleting %v", p.Name, p.Spec.NodeName, p.Status.NominatedNodeName, p.Status.Phase, p.DeletionTimestamp != nil)
-			}
-		}
-		if evs, err := cp.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
-			for _, e := range evs.Items {
-				t.Logf("event %s %s: %s", e.Regarding.Name, e.Reason, e.Note)
-			}
-		}
-		if pdbs, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{}); err == nil {
-			for _, p := range pdbs.Items {
-				t.Logf("pdb %s: %+v", p.Name, p.Status)
-			}
-		}
-	})
-}
-
-// createPDB creates a PDB with maxUnavailable on app=name.
-func createPDB(t *testing.T, ns, name string, maxUnavailable int32) {
-	t.Helper()
-	_, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(testContext(t), &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PDB: %v", err)
-	}
-}
-
 // createPreemptor creates a pod for scheduler schedName that asks for cpu
 // and may only run on nodes.
 func createPreemptor(t *testing.T, ns, name, schedName, pc, cpu string, nodes ...string) {
 	t.Helper()
-	// A field selector term takes one node name; terms are ORed.
-	terms := make([]corev1.NodeSelectorTerm, 0, len(nodes))
-	for _, n := range nodes {
-		terms = append(terms, corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
-			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n},
-		}}})
-	}
-	_, err := cp.Client.CoreV1().Pods(ns).Create(testContext(t), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"role": "preemptor"}},
-		Spec: corev1.PodSpec{
-			SchedulerName:                 schedName,
-			PriorityClassName:             pc,
-			TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms},
-			}},
-			Containers: []corev1.Container{{
-				Name:      "app",
-				Image:     "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
-			}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create preemptor %s: %v", name, err)
-	}
+	env.CreatePod(t, ns, testobj.MakePod().Name(name).Label("role", "preemptor").
+		SchedulerName(schedName).PriorityClass(pc).GracePeriod(0).OnNodes(nodes...).Container("app", cpu))
 }
 
 // gone counts the pods of uids that are deleted or terminating.
@@ -316,46 +187,6 @@ func gone(ctx context.Context, ns string, uids map[types.UID]string) (int, error
 		}
 	}
 	return len(uids) - alive, nil
-}
-
-// boundTo is a waitFor condition: the pod is bound to node ("" for any).
-func boundTo(ns, name, node string) func(ctx context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		p, err := getPod(ctx, ns, name)
-		if err != nil {
-			return false, err
-		}
-		if p.Spec.NodeName == "" || (node != "" && p.Spec.NodeName != node) {
-			return false, fmt.Errorf("pod %s/%s is on node %q, nominated %q", ns, name, p.Spec.NodeName, p.Status.NominatedNodeName)
-		}
-		return true, nil
-	}
-}
-
-// eventFor is a waitFor condition: an event with reason was recorded on the
-// pod, and its note contains every one of want.
-func eventFor(ns, pod, reason string, want ...string) func(ctx context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		list, err := cp.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.Regarding.Name != pod || e.Reason != reason {
-				continue
-			}
-			ok := true
-			for _, w := range want {
-				ok = ok && strings.Contains(e.Note, w)
-			}
-			if ok {
-				return true, nil
-			}
-			seen = append(seen, e.Note)
-		}
-		return false, fmt.Errorf("events %s on %s: %q", reason, pod, seen)
-	}
 }
 
 // goneAtMost is a holds condition: at most n pods of uids are disrupted.

@@ -7,26 +7,44 @@ import (
 	"testing"
 	"time"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 // settle is how long the tests watch that nothing more is disrupted.
 const settle = 5 * time.Second
 
-// anchor sets up DESIGN.md's anchor scenario on a new node: 4 Ready 1-CPU
-// pods of ReplicaSet web under a PDB with maxUnavailable 1, which fill the
-// node's 4 CPUs. It returns the node and the pods' UIDs.
+// anchored is a test namespace with low, high and critical PriorityClasses
+// and DESIGN.md's anchor scenario on node: 4 Ready 1-CPU pods of
+// ReplicaSet web (priority low), whose UIDs are web, under a PDB with
+// maxUnavailable 1, which fill the node's 4 CPUs.
+type anchored struct {
+	ns, low, high, critical, node string
+	web                           map[types.UID]string
+}
+
+// newAnchored sets up anchored in a new namespace.
+func newAnchored(t *testing.T) anchored {
+	t.Helper()
+	a := anchored{ns: env.NewNamespace(t)}
+	a.low, a.high, a.critical = priorityClasses(t, a.ns)
+	a.node, a.web = anchor(t, a.ns, a.low)
+	return a
+}
+
+// anchor sets up the anchor scenario in ns on a new node, with pods of
+// priority class pc. It returns the node and the pods' UIDs.
 func anchor(t *testing.T, ns, pc string) (string, map[types.UID]string) {
 	t.Helper()
-	node := readyNode(t, ns)
+	node := env.ReadyNode(t, ns, "4")
 	uids := workload(t, ns, "web", node, pc, 4)
-	createPDB(t, ns, "web", 1)
-	waitFor(t, defaultWait, "PDB web at 4 healthy, 3 desired, 1 allowed", pdbStatusIs(ns, "web", policyv1.PodDisruptionBudgetStatus{
+	env.CreatePDB(t, ns, testobj.MakePDB().Name("web").MaxUnavailable(1).MatchLabels("app", "web"))
+	testenv.WaitFor(t, testenv.DefaultWait, "PDB web at 4 healthy, 3 desired, 1 allowed", env.PDBStatusIs(ns, "web", policyv1.PodDisruptionBudgetStatus{
 		CurrentHealthy: 4, DesiredHealthy: 3, DisruptionsAllowed: 1, ExpectedPods: 4,
 	}))
 	return node, uids
@@ -36,16 +54,15 @@ func anchor(t *testing.T, ns, pc string) (string, map[types.UID]string) {
 // anchor scenario upstream DefaultPreemption deletes 2 (or more) pods of a
 // budget that allows 1.
 func TestPreemptionAnchorDefaultPreemptionBreaksBudget(t *testing.T) {
-	ns := newNamespace(t)
-	low, high, _ := priorityClasses(t, ns)
-	node, web := anchor(t, ns, low)
+	a := newAnchored(t)
+	ns, high, node, web := a.ns, a.high, a.node, a.web
 	sched := startScheduler(t, ns, "")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
-	waitFor(t, defaultWait, "the preemptor bound to "+node, boundTo(ns, "preemptor", node))
+	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to "+node, env.BoundTo(ns, "preemptor", node))
 	// Usually exactly 2; sometimes a second cycle, run before the
 	// scheduler's cache has seen the deletions, deletes another one.
-	waitFor(t, defaultWait, "at least 2 of the 4 web pods deleted by upstream preemption, against a budget of 1", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, testenv.DefaultWait, "at least 2 of the 4 web pods deleted by upstream preemption, against a budget of 1", func(ctx context.Context) (bool, error) {
 		g, err := gone(ctx, ns, web)
 		if err != nil || g < 2 {
 			return false, fmt.Errorf("%d of 4 web pods disrupted (err %v)", g, err)
@@ -59,17 +76,16 @@ func TestPreemptionAnchorDefaultPreemptionBreaksBudget(t *testing.T) {
 // BudgetAwarePreemption disrupts no more than the budget allows, and tells
 // the preemptor which budget stopped it, with its numbers.
 func TestPreemptionAnchorBudgetAwareKeepsBudget(t *testing.T) {
-	ns := newNamespace(t)
-	low, high, _ := priorityClasses(t, ns)
-	node, web := anchor(t, ns, low)
+	a := newAnchored(t)
+	ns, high, node, web := a.ns, a.high, a.node, a.web
 	sched := startScheduler(t, ns, "{}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
-	waitFor(t, defaultWait, "an event on the preemptor naming the PDB and its numbers",
-		eventFor(ns, "preemptor", "PreemptionBlockedByBudget", "pdb "+ns+"/web", "4 healthy, 3 desired, 1 disruptions allowed"))
-	holds(t, settle, "at most 1 web pod is disrupted", goneAtMost(ns, web, 1))
-	holds(t, time.Second, "the preemptor is not bound", func(ctx context.Context) (bool, error) {
-		p, err := getPod(ctx, ns, "preemptor")
+	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor naming the PDB and its numbers",
+		env.EventFor(ns, "preemptor", "PreemptionBlockedByBudget", "pdb "+ns+"/web", "4 healthy, 3 desired, 1 disruptions allowed"))
+	testenv.Holds(t, settle, "at most 1 web pod is disrupted", goneAtMost(ns, web, 1))
+	testenv.Holds(t, time.Second, "the preemptor is not bound", func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, "preemptor", metav1.GetOptions{})
 		return err == nil && p.Spec.NodeName == "", err
 	})
 }
@@ -77,39 +93,37 @@ func TestPreemptionAnchorBudgetAwareKeepsBudget(t *testing.T) {
 // TestPreemptionBackToBackPreemptorsSpendBudgetOnce: two preemptors that
 // each need one victim, against a budget of 1: one disruption in total.
 func TestPreemptionBackToBackPreemptorsSpendBudgetOnce(t *testing.T) {
-	ns := newNamespace(t)
-	low, high, _ := priorityClasses(t, ns)
-	node, web := anchor(t, ns, low)
+	a := newAnchored(t)
+	ns, high, node, web := a.ns, a.high, a.node, a.web
 	sched := startScheduler(t, ns, "{}")
 
 	createPreemptor(t, ns, "preemptor-a", sched, high, "1", node)
 	createPreemptor(t, ns, "preemptor-b", sched, high, "1", node)
-	waitFor(t, defaultWait, "one web pod disrupted", goneExactly(ns, web, 1))
-	waitFor(t, defaultWait, "one preemptor bound", func(ctx context.Context) (bool, error) {
-		a, errA := boundTo(ns, "preemptor-a", node)(ctx)
-		b, errB := boundTo(ns, "preemptor-b", node)(ctx)
+	testenv.WaitFor(t, testenv.DefaultWait, "one web pod disrupted", goneExactly(ns, web, 1))
+	testenv.WaitFor(t, testenv.DefaultWait, "one preemptor bound", func(ctx context.Context) (bool, error) {
+		a, errA := env.BoundTo(ns, "preemptor-a", node)(ctx)
+		b, errB := env.BoundTo(ns, "preemptor-b", node)(ctx)
 		if a != b {
 			return true, nil
 		}
 		return false, fmt.Errorf("a bound: %v (%v), b bound: %v (%v)", a, errA, b, errB)
 	})
-	holds(t, settle, "only 1 web pod is disrupted in total", goneAtMost(ns, web, 1))
+	testenv.Holds(t, settle, "only 1 web pod is disrupted in total", goneAtMost(ns, web, 1))
 }
 
 // TestPreemptionPrefersNodeWithUnprotectedVictims: a node whose victims are
 // under no budget is chosen over a node whose victims would spend one.
 func TestPreemptionPrefersNodeWithUnprotectedVictims(t *testing.T) {
-	ns := newNamespace(t)
-	low, high, _ := priorityClasses(t, ns)
-	protected, web := anchor(t, ns, low)
-	free := readyNode(t, ns)
-	batch := workload(t, ns, "batch", free, low, 4)
+	a := newAnchored(t)
+	ns, high, protected, web := a.ns, a.high, a.node, a.web
+	free := env.ReadyNode(t, ns, "4")
+	batch := workload(t, ns, "batch", free, a.low, 4)
 	sched := startScheduler(t, ns, "{}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "1", protected, free)
-	waitFor(t, defaultWait, "the preemptor bound to the node without budgets", boundTo(ns, "preemptor", free))
-	waitFor(t, defaultWait, "one batch pod disrupted", goneExactly(ns, batch, 1))
-	holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
+	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to the node without budgets", env.BoundTo(ns, "preemptor", free))
+	testenv.WaitFor(t, testenv.DefaultWait, "one batch pod disrupted", goneExactly(ns, batch, 1))
+	testenv.Holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
 }
 
 // TestPreemptionPrefersUnhealthyVictimsUnderAlwaysAllow: a node whose
@@ -117,31 +131,20 @@ func TestPreemptionPrefersNodeWithUnprotectedVictims(t *testing.T) {
 // AlwaysAllow (which spend nothing, although the PDB allows no disruption)
 // is chosen over a node whose victims would spend a budget.
 func TestPreemptionPrefersUnhealthyVictimsUnderAlwaysAllow(t *testing.T) {
-	ns := newNamespace(t)
-	low, high, _ := priorityClasses(t, ns)
-	protected, web := anchor(t, ns, low)
-	sickNode := readyNode(t, ns)
-	sick := workloadWith(t, ns, "sick", sickNode, low, 4, false)
-	_, err := cp.Client.PolicyV1().PodDisruptionBudgets(ns).Create(testContext(t), &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "sick"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable:             ptr.To(intstr.FromInt32(0)),
-			Selector:                   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sick"}},
-			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PDB: %v", err)
-	}
-	waitFor(t, defaultWait, "PDB sick at 0 healthy, 4 desired, 0 allowed", pdbStatusIs(ns, "sick", policyv1.PodDisruptionBudgetStatus{
+	a := newAnchored(t)
+	ns, high, protected, web := a.ns, a.high, a.node, a.web
+	sickNode := env.ReadyNode(t, ns, "4")
+	sick := workloadWith(t, ns, "sick", sickNode, a.low, 4, false)
+	env.CreatePDB(t, ns, testobj.MakePDB().Name("sick").MaxUnavailable(0).MatchLabels("app", "sick").UnhealthyPodEvictionPolicy(policyv1.AlwaysAllow))
+	testenv.WaitFor(t, testenv.DefaultWait, "PDB sick at 0 healthy, 4 desired, 0 allowed", env.PDBStatusIs(ns, "sick", policyv1.PodDisruptionBudgetStatus{
 		CurrentHealthy: 0, DesiredHealthy: 4, DisruptionsAllowed: 0, ExpectedPods: 4,
 	}))
 	sched := startScheduler(t, ns, "{}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "1", protected, sickNode)
-	waitFor(t, defaultWait, "the preemptor bound to the node of the unhealthy pods", boundTo(ns, "preemptor", sickNode))
-	waitFor(t, defaultWait, "one unhealthy pod evicted", goneExactly(ns, sick, 1))
-	holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
+	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to the node of the unhealthy pods", env.BoundTo(ns, "preemptor", sickNode))
+	testenv.WaitFor(t, testenv.DefaultWait, "one unhealthy pod evicted", goneExactly(ns, sick, 1))
+	testenv.Holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
 }
 
 // TestPreemptionPUBProtectedVictimsNeverChosen: pods protected by an
@@ -149,56 +152,36 @@ func TestPreemptionPrefersUnhealthyVictimsUnderAlwaysAllow(t *testing.T) {
 // although no PDB covers them and nothing in the API server would stop a
 // delete (no Kruise webhook runs here).
 func TestPreemptionPUBProtectedVictimsNeverChosen(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.NewNamespace(t)
 	low, high, _ := priorityClasses(t, ns)
-	node := readyNode(t, ns)
+	node := env.ReadyNode(t, ns, "4")
 	web := workload(t, ns, "web", node, low, 4)
-	ctx := testContext(t)
-	pub, err := cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(ns).Create(ctx, &kruisepolicy.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: kruisepolicy.PodUnavailableBudgetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PUB: %v", err)
-	}
+	pub := env.CreatePUB(t, ns, testobj.MakePUB().Name("web").MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(0)))
 	// No Kruise controller runs here: write the status it would write.
-	pub.Status = kruisepolicy.PodUnavailableBudgetStatus{
-		ObservedGeneration: pub.Generation, UnavailableAllowed: 0,
-		CurrentAvailable: 4, DesiredAvailable: 4, TotalReplicas: 4,
-	}
-	if _, err := cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(ns).UpdateStatus(ctx, pub, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("update PUB status: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(ns).Delete(context.Background(), "web", metav1.DeleteOptions{})
-	})
+	env.SetPUBStatus(t, pub, 4, 4, 0)
 	sched := startScheduler(t, ns, "{actuation: Delete}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "1", node)
-	waitFor(t, defaultWait, "an event on the preemptor naming the PUB",
-		eventFor(ns, "preemptor", "PreemptionBlockedByBudget", "pub "+ns+"/web"))
-	holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
+	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor naming the PUB",
+		env.EventFor(ns, "preemptor", "PreemptionBlockedByBudget", "pub "+ns+"/web"))
+	testenv.Holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
 }
 
 // TestPreemptionOverrideBudgetsAtPriority: a preemptor at or above
 // overrideBudgetsAtPriority may break the budget; below it, it may not.
 func TestPreemptionOverrideBudgetsAtPriority(t *testing.T) {
-	ns := newNamespace(t)
-	low, high, critical := priorityClasses(t, ns)
-	node, web := anchor(t, ns, low)
+	a := newAnchored(t)
+	ns, high, node, web := a.ns, a.high, a.node, a.web
 	sched := startScheduler(t, ns, fmt.Sprintf("{overrideBudgetsAtPriority: %d}", criticalPriority))
 
 	createPreemptor(t, ns, "important", sched, high, "2", node)
-	waitFor(t, defaultWait, "the high-priority preemptor blocked by the PDB",
-		eventFor(ns, "important", "PreemptionBlockedByBudget", "pdb "+ns+"/web"))
-	holds(t, 2*time.Second, "no web pod is disrupted", goneAtMost(ns, web, 0))
+	testenv.WaitFor(t, testenv.DefaultWait, "the high-priority preemptor blocked by the PDB",
+		env.EventFor(ns, "important", "PreemptionBlockedByBudget", "pdb "+ns+"/web"))
+	testenv.Holds(t, 2*time.Second, "no web pod is disrupted", goneAtMost(ns, web, 0))
 
-	createPreemptor(t, ns, "critical", sched, critical, "2", node)
-	waitFor(t, defaultWait, "the critical preemptor bound to "+node, boundTo(ns, "critical", node))
-	waitFor(t, defaultWait, "at least 2 web pods disrupted for the critical preemptor", func(ctx context.Context) (bool, error) {
+	createPreemptor(t, ns, "critical", sched, a.critical, "2", node)
+	testenv.WaitFor(t, testenv.DefaultWait, "the critical preemptor bound to "+node, env.BoundTo(ns, "critical", node))
+	testenv.WaitFor(t, testenv.DefaultWait, "at least 2 web pods disrupted for the critical preemptor", func(ctx context.Context) (bool, error) {
 		g, err := gone(ctx, ns, web)
 		return err == nil && g >= 2, fmt.Errorf("%d of 4 web pods disrupted (err %v)", g, err)
 	})
@@ -207,15 +190,14 @@ func TestPreemptionOverrideBudgetsAtPriority(t *testing.T) {
 // TestPreemptionDeleteActuation: with actuation Delete the victim is deleted,
 // within the budget.
 func TestPreemptionDeleteActuation(t *testing.T) {
-	ns := newNamespace(t)
-	low, high, _ := priorityClasses(t, ns)
-	node, web := anchor(t, ns, low)
+	a := newAnchored(t)
+	ns, high, node, web := a.ns, a.high, a.node, a.web
 	sched := startScheduler(t, ns, "{actuation: Delete}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "1", node)
-	waitFor(t, defaultWait, "the preemptor bound to "+node, boundTo(ns, "preemptor", node))
-	waitFor(t, defaultWait, "one web pod deleted", goneExactly(ns, web, 1))
-	holds(t, settle, "only 1 web pod is disrupted", goneAtMost(ns, web, 1))
+	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to "+node, env.BoundTo(ns, "preemptor", node))
+	testenv.WaitFor(t, testenv.DefaultWait, "one web pod deleted", goneExactly(ns, web, 1))
+	testenv.Holds(t, settle, "only 1 web pod is disrupted", goneAtMost(ns, web, 1))
 }
 
 // TestPreemptionEvictRefusedByAPIServer: in BestEffort mode the plugin may
@@ -223,16 +205,15 @@ func TestPreemptionDeleteActuation(t *testing.T) {
 // refuses it (429), the attempt is aborted with an event on the preemptor,
 // and the budget holds.
 func TestPreemptionEvictRefusedByAPIServer(t *testing.T) {
-	ns := newNamespace(t)
-	low, high, _ := priorityClasses(t, ns)
-	node, web := anchor(t, ns, low)
+	a := newAnchored(t)
+	ns, high, node, web := a.ns, a.high, a.node, a.web
 	sched := startScheduler(t, ns, "{mode: BestEffort}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
-	waitFor(t, defaultWait, "an event on the preemptor saying the API server refused with 429",
-		eventFor(ns, "preemptor", "PreemptionEvictionFailed", "(429)"))
-	holds(t, settle, "at most 1 web pod is disrupted", goneAtMost(ns, web, 1))
-	p, err := getPod(testContext(t), ns, "preemptor")
+	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor saying the API server refused with 429",
+		env.EventFor(ns, "preemptor", "PreemptionEvictionFailed", "(429)"))
+	testenv.Holds(t, settle, "at most 1 web pod is disrupted", goneAtMost(ns, web, 1))
+	p, err := cp.Client.CoreV1().Pods(ns).Get(testenv.Context(t), "preemptor", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +226,7 @@ func TestPreemptionEvictRefusedByAPIServer(t *testing.T) {
 // are invalid does not start, and says which field is wrong. (The binary's
 // exit code is tested in cmd/scheduler.)
 func TestPreemptionInvalidArgs(t *testing.T) {
-	ns := newNamespace(t)
+	ns := env.NewNamespace(t)
 	for args, want := range map[string]string{
 		"{actuation: Kill}": `pluginConfig[BudgetAwarePreemption].args.actuation: Unsupported value: "Kill"`,
 		"{modes: Strict}":   `decoding args for plugin BudgetAwarePreemption: strict decoding error: unknown field "modes"`,
