@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,17 +108,8 @@ func TestControlPlaneDeploymentPodsBecomeReady(t *testing.T) {
 	ns := env.NewNamespace(t)
 	node := env.CreateNode(t, ns, testobj.MakeNode())
 	lbls := map[string]string{"app": "api"}
-	d, err := cp.Client.AppsV1().Deployments(ns).Create(testenv.Context(t), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "api"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: lbls},
-			Template: testobj.BoundPod(node.Name).Labels(lbls).Template(),
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create Deployment: %v", err)
-	}
+	d := testenv.Create(t, cp.Client.AppsV1().Deployments(ns),
+		testobj.MakeDeployment().Name("api").Replicas(2).Template(testobj.BoundPod(node.Name).Labels(lbls).Template()).Obj())
 	env.WaitForReadyPods(t, ns, lbls, 2)
 	testenv.WaitFor(t, testenv.DefaultWait, "Deployment to report 2 available replicas", func(ctx context.Context) (bool, error) {
 		cur, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{})

@@ -37,6 +37,17 @@ func newAnchored(t *testing.T) anchored {
 	return a
 }
 
+// expectPreemptionOn creates a high-priority 1-CPU preemptor that fits on
+// the anchor's node or on node, and expects it bound to node after exactly
+// one of victims was disrupted, while no web pod is.
+func (a anchored) expectPreemptionOn(t *testing.T, sched, node string, victims map[types.UID]string) {
+	t.Helper()
+	createPreemptor(t, a.ns, "preemptor", sched, a.high, "1", a.node, node)
+	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to "+node, env.BoundTo(a.ns, "preemptor", node))
+	testenv.WaitFor(t, testenv.DefaultWait, "one of its victims disrupted", goneExactly(a.ns, victims, 1))
+	testenv.Holds(t, settle, "no web pod is disrupted", goneAtMost(a.ns, a.web, 0))
+}
+
 // anchor sets up the anchor scenario in ns on a new node, with pods of
 // priority class pc. It returns the node and the pods' UIDs.
 func anchor(t *testing.T, ns, pc string) (string, map[types.UID]string) {
@@ -115,15 +126,12 @@ func TestPreemptionBackToBackPreemptorsSpendBudgetOnce(t *testing.T) {
 // under no budget is chosen over a node whose victims would spend one.
 func TestPreemptionPrefersNodeWithUnprotectedVictims(t *testing.T) {
 	a := newAnchored(t)
-	ns, high, protected, web := a.ns, a.high, a.node, a.web
+	ns := a.ns
 	free := env.ReadyNode(t, ns, "4")
 	batch := workload(t, ns, "batch", free, a.low, 4)
 	sched := startScheduler(t, ns, "{}")
 
-	createPreemptor(t, ns, "preemptor", sched, high, "1", protected, free)
-	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to the node without budgets", env.BoundTo(ns, "preemptor", free))
-	testenv.WaitFor(t, testenv.DefaultWait, "one batch pod disrupted", goneExactly(ns, batch, 1))
-	testenv.Holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
+	a.expectPreemptionOn(t, sched, free, batch)
 }
 
 // TestPreemptionPrefersUnhealthyVictimsUnderAlwaysAllow: a node whose
@@ -132,7 +140,7 @@ func TestPreemptionPrefersNodeWithUnprotectedVictims(t *testing.T) {
 // is chosen over a node whose victims would spend a budget.
 func TestPreemptionPrefersUnhealthyVictimsUnderAlwaysAllow(t *testing.T) {
 	a := newAnchored(t)
-	ns, high, protected, web := a.ns, a.high, a.node, a.web
+	ns := a.ns
 	sickNode := env.ReadyNode(t, ns, "4")
 	sick := workloadWith(t, ns, "sick", sickNode, a.low, 4, false)
 	env.CreatePDB(t, ns, testobj.MakePDB().Name("sick").MaxUnavailable(0).MatchLabels("app", "sick").UnhealthyPodEvictionPolicy(policyv1.AlwaysAllow))
@@ -141,10 +149,7 @@ func TestPreemptionPrefersUnhealthyVictimsUnderAlwaysAllow(t *testing.T) {
 	}))
 	sched := startScheduler(t, ns, "{}")
 
-	createPreemptor(t, ns, "preemptor", sched, high, "1", protected, sickNode)
-	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to the node of the unhealthy pods", env.BoundTo(ns, "preemptor", sickNode))
-	testenv.WaitFor(t, testenv.DefaultWait, "one unhealthy pod evicted", goneExactly(ns, sick, 1))
-	testenv.Holds(t, settle, "no web pod is disrupted", goneAtMost(ns, web, 0))
+	a.expectPreemptionOn(t, sched, sickNode, sick)
 }
 
 // TestPreemptionPUBProtectedVictimsNeverChosen: pods protected by an
