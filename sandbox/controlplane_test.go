@@ -51,15 +51,7 @@ func TestStartStopRestart(t *testing.T) {
 
 	opts := DefaultOptions()
 	opts.InstallPUBCRD = false
-	second, err := Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("Start after Stop: %v", err)
-	}
-	defer func() {
-		if err := second.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	}()
+	second := startControlPlane(ctx, t, opts)
 	t.Logf("second control plane started in %s", second.StartDuration)
 	if resourceServed(second.Client.Discovery(), PUBGroupVersion, PUBResource) {
 		t.Errorf("%s %s is served without InstallPUBCRD", PUBGroupVersion, PUBResource)
@@ -67,6 +59,22 @@ func TestStartStopRestart(t *testing.T) {
 	if _, err := second.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets("default").List(ctx, metav1.ListOptions{}); err == nil {
 		t.Error("listing PodUnavailableBudgets without the CRD succeeded, want an error")
 	}
+}
+
+// startControlPlane starts a control plane with opts and stops it when the
+// test ends, after the cleanups registered later, which may still use it.
+func startControlPlane(ctx context.Context, t *testing.T, opts Options) *ControlPlane {
+	t.Helper()
+	cp, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return cp
 }
 
 // listenAddrs returns the host:port of kube-apiserver and etcd.

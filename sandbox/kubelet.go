@@ -12,12 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -45,6 +43,14 @@ type kubeletKey struct {
 	node      bool
 	namespace string
 	name      string
+}
+
+// String is "node/<name>" or "<namespace>/<name>", for the logs.
+func (k kubeletKey) String() string {
+	if k.node {
+		return "node/" + k.name
+	}
+	return k.namespace + "/" + k.name
 }
 
 // podState is what the kubelet remembers about a pod between syncs.
@@ -89,10 +95,7 @@ func newKubelet(client kubernetes.Interface, pods coreinformers.PodInformer, nod
 		AddFunc:    podKey,
 		UpdateFunc: func(_, obj any) { podKey(obj) },
 		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if p, ok := obj.(*corev1.Pod); ok {
+			if p, ok := unwrapDeleted(obj).(*corev1.Pod); ok {
 				k.mu.Lock()
 				delete(k.runs, p.UID)
 				k.mu.Unlock()
@@ -108,46 +111,16 @@ func newKubelet(client kubernetes.Interface, pods coreinformers.PodInformer, nod
 // workers have stopped.
 func (k *kubelet) run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
-	var wg sync.WaitGroup
-	for range kubeletWorkers {
-		wg.Go(func() { wait.UntilWithContext(ctx, k.worker, time.Second) })
-	}
-	<-ctx.Done()
-	k.queue.ShutDown()
-	wg.Wait()
+	runWorkers(ctx, k.queue, kubeletWorkers, "Simulated kubelet", "object", k.sync)
 }
 
-func (k *kubelet) worker(ctx context.Context) {
-	for k.processNext(ctx) {
-	}
-}
-
-func (k *kubelet) processNext(ctx context.Context) bool {
-	key, quit := k.queue.Get()
-	if quit {
-		return false
-	}
-	defer k.queue.Done(key)
-
-	var after time.Duration
-	var err error
+// sync brings a node or a pod up to date, and returns when the pod's status
+// will next change by itself.
+func (k *kubelet) sync(ctx context.Context, key kubeletKey) (time.Duration, error) {
 	if key.node {
-		err = k.syncNode(ctx, key.name)
-	} else {
-		after, err = k.syncPod(ctx, key.namespace, key.name)
+		return 0, k.syncNode(ctx, key.name)
 	}
-	if err != nil {
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).V(2).Info("Simulated kubelet will retry", "node", key.node, "namespace", key.namespace, "name", key.name, "err", err)
-		}
-		k.queue.AddRateLimited(key)
-		return true
-	}
-	k.queue.Forget(key)
-	if after > 0 {
-		k.queue.AddAfter(key, after)
-	}
-	return true
+	return k.syncPod(ctx, key.namespace, key.name)
 }
 
 // syncNode removes the not-ready taint, adds missing well-known labels, and
@@ -293,25 +266,4 @@ func (k *kubelet) finishPod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	klog.FromContext(ctx).V(2).Info("Simulated kubelet finished a terminating pod", "pod", klog.KObj(pod))
 	return nil
-}
-
-// updateOnConflict writes desired(obj) with write if it differs from obj. On
-// a conflict it reads the object again with get and retries.
-func updateOnConflict[T any](ctx context.Context, obj T, get func(context.Context) (T, error), desired func(T) (T, bool), write func(context.Context, T) error) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := obj
-		if !first {
-			var err error
-			if cur, err = get(ctx); err != nil {
-				return err
-			}
-		}
-		first = false
-		want, changed := desired(cur)
-		if !changed {
-			return nil
-		}
-		return write(ctx, want)
-	})
 }

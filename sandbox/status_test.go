@@ -7,8 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 func TestParseReadiness(t *testing.T) {
@@ -41,25 +43,10 @@ func TestParseReadiness(t *testing.T) {
 	}
 }
 
+// testPod is a pending pod bound to n1, with an init container and an app
+// container.
 func testPod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-1"},
-		Spec: corev1.PodSpec{
-			NodeName:       "n1",
-			InitContainers: []corev1.Container{{Name: "init", Image: "busybox"}},
-			Containers:     []corev1.Container{{Name: "app", Image: "nginx"}},
-		},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
-}
-
-func condition(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
-	for _, c := range p.Status.Conditions {
-		if c.Type == t {
-			return c.Status
-		}
-	}
-	return ""
+	return testobj.MakePod().Namespace("ns").Name("p").UID("uid-1").Node("n1").InitContainer("init").Container("app", "").Phase(corev1.PodPending).Obj()
 }
 
 func TestDesiredPodStatus(t *testing.T) {
@@ -94,14 +81,14 @@ func TestDesiredPodStatus(t *testing.T) {
 			if got.Status.Phase != corev1.PodRunning {
 				t.Errorf("phase = %s, want Running", got.Status.Phase)
 			}
-			if r := condition(got, corev1.PodReady); r != tt.wantReady {
+			if r := testenv.PodCondition(got, corev1.PodReady); r != tt.wantReady {
 				t.Errorf("Ready = %s, want %s", r, tt.wantReady)
 			}
-			if r := condition(got, corev1.ContainersReady); r != tt.wantReady {
+			if r := testenv.PodCondition(got, corev1.ContainersReady); r != tt.wantReady {
 				t.Errorf("ContainersReady = %s, want %s", r, tt.wantReady)
 			}
 			for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized} {
-				if r := condition(got, c); r != corev1.ConditionTrue {
+				if r := testenv.PodCondition(got, c); r != corev1.ConditionTrue {
 					t.Errorf("%s = %s, want True", c, r)
 				}
 			}
@@ -146,23 +133,19 @@ func TestDesiredPodStatusReadinessGates(t *testing.T) {
 	pod := testPod()
 	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/gate"}}
 	got, _ := desiredPodStatus(pod, podRun{mode: readinessMode{kind: kindReady}}, "10.240.0.1", time.Second, time.Now())
-	if r := condition(got, corev1.PodReady); r != corev1.ConditionFalse {
+	if r := testenv.PodCondition(got, corev1.PodReady); r != corev1.ConditionFalse {
 		t.Errorf("Ready = %s with an unmet readiness gate, want False", r)
 	}
 	got.Status.Conditions = append(got.Status.Conditions, corev1.PodCondition{Type: "example.com/gate", Status: corev1.ConditionTrue})
 	got, _ = desiredPodStatus(got, podRun{mode: readinessMode{kind: kindReady}}, "10.240.0.1", time.Second, time.Now())
-	if r := condition(got, corev1.PodReady); r != corev1.ConditionTrue {
+	if r := testenv.PodCondition(got, corev1.PodReady); r != corev1.ConditionTrue {
 		t.Errorf("Ready = %s with the readiness gate met, want True", r)
 	}
 }
 
 func TestDesiredNodeStatus(t *testing.T) {
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-		Status: corev1.NodeStatus{
-			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
-		},
-	}
+	node := testobj.MakeNode().Name("n1").Obj()
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")} // and no allocatable
 	got, changed := desiredNodeStatus(node, DefaultNodeCapacity(), time.Now())
 	if !changed {
 		t.Fatal("desiredNodeStatus reported no change for a new node")
@@ -197,18 +180,14 @@ func TestDesiredNodeStatus(t *testing.T) {
 }
 
 func TestDesiredNodeMeta(t *testing.T) {
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelArchStable: "arm64"}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{
-			{Key: notReadyTaintKey, Effect: corev1.TaintEffectNoSchedule},
-			{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule},
-		}},
-	}
+	dedicated := corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}
+	node := testobj.MakeNode().Name("n1").Label(corev1.LabelArchStable, "arm64").Taint(notReadyTaintKey, corev1.TaintEffectNoSchedule).Obj()
+	node.Spec.Taints = append(node.Spec.Taints, dedicated)
 	got, changed := desiredNodeMeta(node)
 	if !changed {
 		t.Fatal("desiredNodeMeta reported no change")
 	}
-	if diff := cmp.Diff([]corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}, got.Spec.Taints); diff != "" {
+	if diff := cmp.Diff([]corev1.Taint{dedicated}, got.Spec.Taints); diff != "" {
 		t.Errorf("taints (-want,+got):\n%s", diff)
 	}
 	wantLabels := map[string]string{corev1.LabelArchStable: "arm64", corev1.LabelHostname: "n1", corev1.LabelOSStable: "linux"}

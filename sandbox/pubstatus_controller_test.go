@@ -1,0 +1,149 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
+	kruisetyped "github.com/openkruise/kruise-api/client/clientset/versioned/typed/policy/v1alpha1"
+	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
+)
+
+// waitForPUBStatus waits until the status of the PodUnavailableBudget name
+// is up to date and has the counts want and disrupted disruptedPods entries,
+// and returns the PUB.
+func waitForPUBStatus(t *testing.T, pubs kruisetyped.PodUnavailableBudgetInterface, name, what string, want pubCounts, disrupted int) *policyv1alpha1.PodUnavailableBudget {
+	t.Helper()
+	var got *policyv1alpha1.PodUnavailableBudget
+	testenv.WaitFor(t, time.Minute, what, func(ctx context.Context) (bool, error) {
+		var err error
+		if got, err = pubs.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		st := got.Status
+		if st.ObservedGeneration != got.Generation || countsOf(st) != want || len(st.DisruptedPods) != disrupted {
+			return false, fmt.Errorf("PodUnavailableBudget %s at generation %d has status %+v, want %+v with %d disruptedPods",
+				name, got.Generation, st, want, disrupted)
+		}
+		return true, nil
+	})
+	return got
+}
+
+// TestPUBStatusController runs the controller on fake clients: it writes the
+// status, follows a pod's readiness, and drops a DisruptedPods entry once it
+// times out.
+func TestPUBStatusController(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+
+	ofWeb := func(name string) *testobj.PodWrapper {
+		return webPod(name).OwnedBy("apps/v1", "ReplicaSet", "web", "rs-uid")
+	}
+	kube := kubefake.NewClientset(
+		testobj.MakeReplicaSet().Namespace(pubTestNamespace).Name("web").UID("rs-uid").Replicas(3).Template(webTemplate).Obj(),
+		ofWeb("web-a").Obj(), ofWeb("web-b").Obj(), ofWeb("web-c").Obj(),
+	)
+	kruise := kruisefake.NewSimpleClientset(webPUB().TargetRef("apps/v1", "ReplicaSet", "web").MaxUnavailable(intstr.FromInt32(1)).Obj())
+
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	c, err := newPUBStatusController(kruise, factory)
+	if err != nil {
+		t.Fatalf("newPUBStatusController: %v", err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); c.run(runCtx) }()
+	factory.Start(runCtx.Done())
+	defer func() {
+		stop()
+		<-done
+		factory.Shutdown()
+	}()
+
+	pubs := kruise.PolicyV1alpha1().PodUnavailableBudgets(pubTestNamespace)
+	waitForPUBStatus(t, pubs, "web", "all ready", pubCounts{3, 2, 3, 1}, 0)
+
+	if _, err := kube.CoreV1().Pods(pubTestNamespace).UpdateStatus(ctx, ofWeb("web-c").Ready(false).Obj(), metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("make web-c unready: %v", err)
+	}
+	got := waitForPUBStatus(t, pubs, "web", "web-c unready", pubCounts{3, 2, 2, 0}, 0)
+
+	// A DisruptedPods entry as kruise's webhook writes it, 17s old: it
+	// counts web-a as unavailable until it times out 3s later, and only a
+	// requeue at that time can notice.
+	got.Status.DisruptedPods = map[string]metav1.Time{"web-a": metav1.NewTime(time.Now().Add(-pubDisruptedPodTimeout + 3*time.Second))}
+	if _, err := pubs.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("write disruptedPods: %v", err)
+	}
+	waitForPUBStatus(t, pubs, "web", "web-a disrupted", pubCounts{3, 2, 1, 0}, 1)
+	waitForPUBStatus(t, pubs, "web", "entry timed out", pubCounts{3, 2, 2, 0}, 0)
+}
+
+// TestPUBStatusSimulation starts a control plane with SimulatePUBStatus and
+// checks the status of a PUB by targetRef and one by selector over a
+// ReplicaSet of 3 that the real ReplicaSet controller and the simulated
+// kubelet run, before and after one pod becomes unready. Like the other
+// tests of this package, it stops its control plane before it returns, so
+// they never run two at once.
+func TestPUBStatusSimulation(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	opts := DefaultOptions()
+	opts.SimulatePUBStatus = true
+	cp := startControlPlane(ctx, t, opts)
+	env := testenv.New(cp.Client).WithKruise(cp.KruiseClient)
+
+	ns := env.NewNamespace(t)
+	node := env.CreateNode(t, ns, testobj.MakeNode())
+	// There is no scheduler: the template binds the pods to the node.
+	template := testobj.MakePod().Label("app", "web").Node(node.Name).Container("app", "").Template()
+	env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name("web").Replicas(3).Template(template))
+	env.CreatePUB(t, ns, testobj.MakePUB().Name("by-target").TargetRef("apps/v1", "ReplicaSet", "web").MaxUnavailable(intstr.FromInt32(1)))
+	env.CreatePUB(t, ns, testobj.MakePUB().Name("by-selector").MatchLabels("app", "web").MinAvailable(intstr.FromString("50%")))
+	pubs := cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(ns)
+
+	// The simulation writes no disruptedPods entries: that is the webhook's.
+	waitForStatus := func(what string, want pubCounts) {
+		t.Helper()
+		for _, name := range []string{"by-target", "by-selector"} {
+			waitForPUBStatus(t, pubs, name, what, want, 0)
+		}
+	}
+	waitForStatus("3 pods ready", pubCounts{total: 3, desired: 2, current: 3, allowed: 1})
+
+	pods, err := env.ListPods(ctx, ns, nil)
+	if err != nil || len(pods) == 0 {
+		t.Fatalf("list pods: %d pods, error %v", len(pods), err)
+	}
+	victim := pods[0].Name
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := cp.Client.CoreV1().Pods(ns).Get(ctx, victim, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		metav1.SetMetaDataAnnotation(&pod.ObjectMeta, ReadinessAnnotation, ReadinessNever)
+		_, err = cp.Client.CoreV1().Pods(ns).Update(ctx, pod, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("annotate pod %s %s=%s: %v", victim, ReadinessAnnotation, ReadinessNever, err)
+	}
+	waitForStatus("pod "+victim+" unready", pubCounts{total: 3, desired: 2, current: 2, allowed: 0})
+}
