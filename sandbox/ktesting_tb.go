@@ -11,6 +11,9 @@ import (
 	"k8s.io/kubernetes/test/utils/ktesting"
 )
 
+// This file adapts ktesting.TB, the test handle that kube-apiserver's
+// StartTestServer takes, to a control plane started outside of "go test".
+
 // harness implements ktesting.TB outside of "go test", for
 // kube-apiserver's StartTestServer and the feature-gate helpers it calls.
 //

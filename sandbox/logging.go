@@ -91,57 +91,30 @@ type grpcLogger struct{}
 
 var _ grpclog.LoggerV2 = grpcLogger{}
 
-func (grpcLogger) Info(args ...any) {
-	if grpcVerbose.Load() {
-		klog.InfoDepth(2, args...)
-	}
-}
-
-func (grpcLogger) Infoln(args ...any) {
-	if grpcVerbose.Load() {
-		klog.InfoDepth(2, fmt.Sprintln(args...))
-	}
-}
-
+func (grpcLogger) Info(args ...any)   { whenVerbose(klog.InfoDepth, args...) }
+func (grpcLogger) Infoln(args ...any) { whenVerbose(klog.InfoDepth, fmt.Sprintln(args...)) }
 func (grpcLogger) Infof(format string, args ...any) {
-	if grpcVerbose.Load() {
-		klog.InfoDepth(2, fmt.Sprintf(format, args...))
-	}
+	whenVerbose(klog.InfoDepth, fmt.Sprintf(format, args...))
 }
 
-func (grpcLogger) Warning(args ...any) {
-	if grpcVerbose.Load() {
-		klog.WarningDepth(2, args...)
-	}
-}
-
-func (grpcLogger) Warningln(args ...any) {
-	if grpcVerbose.Load() {
-		klog.WarningDepth(2, fmt.Sprintln(args...))
-	}
-}
-
+func (grpcLogger) Warning(args ...any)   { whenVerbose(klog.WarningDepth, args...) }
+func (grpcLogger) Warningln(args ...any) { whenVerbose(klog.WarningDepth, fmt.Sprintln(args...)) }
 func (grpcLogger) Warningf(format string, args ...any) {
-	if grpcVerbose.Load() {
-		klog.WarningDepth(2, fmt.Sprintf(format, args...))
-	}
+	whenVerbose(klog.WarningDepth, fmt.Sprintf(format, args...))
 }
 
-func (grpcLogger) Error(args ...any) {
-	if grpcVerbose.Load() {
-		klog.ErrorDepth(2, args...)
-	}
-}
-
-func (grpcLogger) Errorln(args ...any) {
-	if grpcVerbose.Load() {
-		klog.ErrorDepth(2, fmt.Sprintln(args...))
-	}
-}
-
+func (grpcLogger) Error(args ...any)   { whenVerbose(klog.ErrorDepth, args...) }
+func (grpcLogger) Errorln(args ...any) { whenVerbose(klog.ErrorDepth, fmt.Sprintln(args...)) }
 func (grpcLogger) Errorf(format string, args ...any) {
+	whenVerbose(klog.ErrorDepth, fmt.Sprintf(format, args...))
+}
+
+// whenVerbose logs args with log, one of klog's *Depth functions, when the
+// current control plane is verbose. The depth names gRPC's caller: above
+// whenVerbose are the grpcLogger method and grpclog's package function.
+func whenVerbose(log func(depth int, args ...any), args ...any) {
 	if grpcVerbose.Load() {
-		klog.ErrorDepth(2, fmt.Sprintf(format, args...))
+		log(3, args...)
 	}
 }
 
