@@ -7,19 +7,16 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-)
 
-var web = map[string]string{"app": "web"}
+	"github.com/budgetguard/budgetguard/internal/testobj"
+)
 
 func TestAttributionAndRefusals(t *testing.T) {
 	h := newHarness(t, testOptions())
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
-		h.createPod(readyPod(n, web, true))
+		h.createPod(webPod(n).Obj())
 	}
 	tEvict := h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201})
 	tDelete := h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "b", code: 200})
@@ -55,10 +52,10 @@ func TestAttributionAndRefusals(t *testing.T) {
 
 func TestRequestsOnTerminatingPodsAreNotDisruptions(t *testing.T) {
 	h := newHarness(t, testOptions())
-	a, b := readyPod("a", web, true), readyPod("b", web, true)
-	h.createPod(a)
-	h.createPod(b)
-	h.createPDB(pdb("web", appSelector("web"), 1))
+	a, b := webPod("a"), webPod("b")
+	h.createPod(a.Obj())
+	h.createPod(b.Obj())
+	h.createPDB(pdb("web", 1).Obj())
 
 	// a is terminating (deleted by the runner, which is ignored); the
 	// kubelet finishes it, and a component deletes it again.
@@ -66,7 +63,7 @@ func TestRequestsOnTerminatingPodsAreNotDisruptions(t *testing.T) {
 	h.updatePod(terminating(a))
 	h.log(logged{ua: uaKubelet, action: ActionDelete, pod: "a", code: 200})
 	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "a", code: 200})
-	h.deletePod(a)
+	h.deletePod(a.Obj())
 
 	// b is evicted, and deleted again before the informer shows it
 	// terminating: one disruption.
@@ -90,11 +87,11 @@ func TestRequestsOnTerminatingPodsAreNotDisruptions(t *testing.T) {
 
 func TestPDBViolation(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", appSelector("web"), 3))
+	h.createPDB(pdb("web", 3).Obj())
 	for _, n := range []string{"a", "b", "c", "d"} {
-		h.createPod(readyPod(n, web, true))
+		h.createPod(webPod(n).Obj())
 	}
-	h.createPod(readyPod("x", map[string]string{"app": "other"}, true))
+	h.createPod(runningPod("x").Label("app", "other").Obj())
 
 	h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201}) // 3 left: allowed
 	tSecond := h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "b", code: 200})
@@ -122,24 +119,14 @@ func TestPDBViolation(t *testing.T) {
 }
 
 func TestPUBViolationByTargetRefAndSelector(t *testing.T) {
-	d := deployment("web")
-	rs := replicaSet("web-1", d)
-	byTarget := pub("web", 2)
-	byTarget.Spec.TargetReference = &kruisepolicy.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
-	bySelector := pub("db", 1)
-	bySelector.Spec.Selector = appSelector("db")
+	d, rs, byTarget := webWorkload(2)
 	h := newHarness(t, testOptions(), d, rs, byTarget)
-	h.createPUB(bySelector) // one PUB listed at Start, one seen by the watch
+	h.createPUB(pub("db", 1).MatchLabels("app", "db").Obj()) // one PUB listed at Start, one seen by the watch
 
-	owned := func(name string) *corev1.Pod {
-		p := readyPod(name, web, true)
-		p.OwnerReferences = []metav1.OwnerReference{controllerRef("apps/v1", "ReplicaSet", rs.Name, rs.UID)}
-		return p
-	}
-	h.createPod(owned("web-a"))
-	h.createPod(owned("web-b"))
-	h.createPod(readyPod("stray", web, true)) // web's labels but no owner
-	h.createPod(readyPod("db-0", map[string]string{"app": "db"}, true))
+	h.createPod(webPod("web-a").OwnedBy("apps/v1", "ReplicaSet", rs.Name, rs.UID).Obj())
+	h.createPod(webPod("web-b").OwnedBy("apps/v1", "ReplicaSet", rs.Name, rs.UID).Obj())
+	h.createPod(webPod("stray").Obj()) // web's labels but no owner
+	h.createPod(runningPod("db-0").Label("app", "db").Obj())
 
 	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "stray", code: 200})
 	tWeb := h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "web-a", code: 201})
@@ -174,14 +161,14 @@ func TestPUBViolationByTargetRefAndSelector(t *testing.T) {
 
 func TestNoViolationWhenVictimWasUnready(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", appSelector("web"), 2))
-	a := readyPod("a", web, true)
-	for _, p := range []*corev1.Pod{a, readyPod("b", web, true), readyPod("c", web, true)} {
-		h.createPod(p)
+	h.createPDB(pdb("web", 2).Obj())
+	a := webPod("a")
+	for _, p := range []*testobj.PodWrapper{a, webPod("b"), webPod("c")} {
+		h.createPod(p.Obj())
 	}
-	h.updatePod(withReady(a, false))
+	h.updatePod(a.Ready(false).Obj())
 	tEvict := h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201})
-	h.updatePod(terminating(withReady(a, false)))
+	h.updatePod(terminating(a))
 	res := h.finish()
 
 	want := []Disruption{{Time: tEvict, Component: ComponentDescheduler, UserAgent: uaDescheduler, Action: ActionEvict,
@@ -203,14 +190,14 @@ func TestNoViolationWhenVictimWasUnready(t *testing.T) {
 // after the eviction's log time; it was not healthy when it was evicted.
 func TestWasHealthyUsesChangesSeenAfterTheRequest(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", appSelector("web"), 2))
-	a, b := readyPod("a", web, true), readyPod("b", web, true)
-	for _, p := range []*corev1.Pod{a, b, readyPod("c", web, true)} {
-		h.createPod(p)
+	h.createPDB(pdb("web", 2).Obj())
+	a, b := webPod("a"), webPod("b")
+	for _, p := range []*testobj.PodWrapper{a, b, webPod("c")} {
+		h.createPod(p.Obj())
 	}
 	h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201})
-	h.updatePod(withReady(a, false))
-	h.updatePod(terminating(withReady(a, false)))
+	h.updatePod(a.Ready(false).Obj())
+	h.updatePod(terminating(a))
 	// b was Ready until its termination: healthy, and the budget drops below 2.
 	h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "b", code: 201})
 	h.updatePod(terminating(b))
@@ -230,24 +217,21 @@ func TestWasHealthyUsesChangesSeenAfterTheRequest(t *testing.T) {
 
 func TestLowestHealthyAndMet(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", appSelector("web"), 2))
-	h.createPDB(pdb("never", appSelector("never"), 5))
-	unknown := pdb("unknown", appSelector("unknown"), 0)
-	unknown.Status.ObservedGeneration = 0 // the disruption controller has not computed it
-	h.createPDB(unknown)
+	h.createPDB(pdb("web", 2).Obj())
+	h.createPDB(pdb("never", 5).Obj())
+	h.createPDB(pdb("unknown", 0).ObservedGeneration(0).Obj()) // the disruption controller has not computed it
 
-	a, b := readyPod("a", web, true), readyPod("b", web, false)
-	h.createPod(a)
-	h.createPod(b) // 1 of 2: not met yet
-	h.createPod(readyPod("never-0", map[string]string{"app": "never"}, true))
-	h.updatePod(withReady(b, true))  // met at 2
-	h.updatePod(withReady(b, false)) // 1
-	h.updatePod(withReady(b, true))  // 2 again
+	b := webPod("b").Ready(false)
+	h.createPod(webPod("a").Obj())
+	h.createPod(b.Obj()) // 1 of 2: not met yet
+	h.createPod(runningPod("never-0").Label("app", "never").Obj())
+	h.updatePod(b.Ready(true).Obj())  // met at 2
+	h.updatePod(b.Ready(false).Obj()) // 1
+	h.updatePod(b.Ready(true).Obj())  // 2 again
 	// The disruption controller raises the requirement; the lowest point
 	// stays the one counted against the old requirement.
-	raised := pdb("web", appSelector("web"), 3)
-	h.updatePDB(raised)
-	h.createPod(readyPod("c", web, true))
+	h.updatePDB(pdb("web", 3).Obj())
+	h.createPod(webPod("c").Obj())
 	res := h.finish()
 
 	want := []BudgetSummary{
@@ -262,9 +246,9 @@ func TestLowestHealthyAndMet(t *testing.T) {
 
 func TestDisruptionLowersLowestHealthy(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", appSelector("web"), 1))
+	h.createPDB(pdb("web", 1).Obj())
 	for _, n := range []string{"a", "b", "c"} {
-		h.createPod(readyPod(n, web, true))
+		h.createPod(webPod(n).Obj())
 	}
 	h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201})
 	h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "b", code: 201})
@@ -280,12 +264,11 @@ func TestDisruptionLowersLowestHealthy(t *testing.T) {
 
 func TestPDBSelectorCoverage(t *testing.T) {
 	h := newHarness(t, testOptions())
-	nilSel := pdb("nil-selector", nil, 1)
-	h.createPDB(nilSel)
-	h.createPDB(pdb("everything", &metav1.LabelSelector{}, 0))
-	h.createPDB(pdb("web", appSelector("web"), 0))
-	h.createPod(readyPod("unlabeled", nil, true))
-	h.createPod(readyPod("w", web, true))
+	h.createPDB(pdb("nil-selector", 1).Selector(nil).Obj())
+	h.createPDB(pdb("everything", 0).Selector(&metav1.LabelSelector{}).Obj())
+	h.createPDB(pdb("web", 0).Obj())
+	h.createPod(runningPod("unlabeled").Obj())
+	h.createPod(webPod("w").Obj())
 	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "unlabeled", code: 200})
 	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "w", code: 200})
 	res := h.finish()
@@ -304,23 +287,13 @@ func TestPDBSelectorCoverage(t *testing.T) {
 }
 
 func TestPUBTargetRefNeedsTheLiveWorkload(t *testing.T) {
-	d := deployment("web")
-	rs := replicaSet("web-1", d)
-	p := pub("web", 0)
-	p.Spec.TargetReference = &kruisepolicy.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
-	sts := pub("db", 0)
-	sts.Spec.TargetReference = &kruisepolicy.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"}
+	d, rs, p := webWorkload(0)
+	sts := pub("db", 0).TargetRef("apps/v1", "StatefulSet", "db").Obj()
 	h := newHarness(t, testOptions(), d, rs, p, sts)
 
-	orphan := readyPod("old", web, true) // owned by an earlier ReplicaSet web-1
-	orphan.OwnerReferences = []metav1.OwnerReference{controllerRef("apps/v1", "ReplicaSet", "web-1", types.UID("uid-previous"))}
-	h.createPod(orphan)
-	current := readyPod("new", web, true)
-	current.OwnerReferences = []metav1.OwnerReference{controllerRef("apps/v1", "ReplicaSet", "web-1", rs.UID)}
-	h.createPod(current)
-	db := readyPod("db-0", nil, true) // its StatefulSet is not known to the informers
-	db.OwnerReferences = []metav1.OwnerReference{controllerRef("apps/v1", "StatefulSet", "db", "uid-sts-db")}
-	h.createPod(db)
+	h.createPod(webPod("old").OwnedBy("apps/v1", "ReplicaSet", "web-1", "uid-previous").Obj()) // owned by an earlier ReplicaSet web-1
+	h.createPod(webPod("new").OwnedBy("apps/v1", "ReplicaSet", "web-1", rs.UID).Obj())
+	h.createPod(runningPod("db-0").OwnedBy("apps/v1", "StatefulSet", "db", "uid-sts-db").Obj()) // its StatefulSet is not known to the informers
 	for _, n := range []string{"old", "new", "db-0"} {
 		h.log(logged{ua: uaScheduler, action: ActionDelete, pod: n, code: 200})
 	}
@@ -337,9 +310,8 @@ func TestPUBTargetRefNeedsTheLiveWorkload(t *testing.T) {
 
 func TestDeletedBudgetIsNotCharged(t *testing.T) {
 	h := newHarness(t, testOptions())
-	p := pdb("web", appSelector("web"), 1)
-	h.createPDB(p)
-	h.createPod(readyPod("a", web, true))
+	h.createPDB(pdb("web", 1).Obj())
+	h.createPod(webPod("a").Obj())
 	h.change("delete PDB", func() error {
 		return h.kube.PolicyV1().PodDisruptionBudgets(testNS).Delete(h.ctx, "web", metav1.DeleteOptions{})
 	})
@@ -357,7 +329,7 @@ func TestDeletedBudgetIsNotCharged(t *testing.T) {
 func TestLinesBeforeStartAreNotAudited(t *testing.T) {
 	// The line before Start is not even parsed.
 	h := newHarnessWithLog(t, testOptions(), []byte("not json\n"))
-	h.createPod(readyPod("a", web, true))
+	h.createPod(webPod("a").Obj())
 	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "a", code: 200})
 	res := h.finish()
 	if len(res.Disruptions) != 1 || res.Disruptions[0].Pod != "a" {
@@ -456,10 +428,10 @@ func TestOptionsAreChecked(t *testing.T) {
 // keep 0 as its lowest count for the whole run.
 func TestBudgetCreatedBeforeItsPodsIsMetOnlyOnceItAsksForPods(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", appSelector("web"), 0)) // observed, asks for nothing yet
-	h.updatePDB(pdb("web", appSelector("web"), 2))
+	h.createPDB(pdb("web", 0).Obj()) // observed, asks for nothing yet
+	h.updatePDB(pdb("web", 2).Obj())
 	for _, n := range []string{"a", "b", "c"} {
-		h.createPod(readyPod(n, web, true))
+		h.createPod(webPod(n).Obj())
 	}
 	res := h.finish()
 	want := []BudgetSummary{{Budget: ref(KindPDB, "web"), Desired: 2, Met: true, LowestHealthy: 2}}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -14,15 +13,13 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -47,11 +44,12 @@ func TestAuditorOnTheSandboxControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start the sandbox control plane: %v", err)
 	}
-	defer func() {
+	// A cleanup, so that it runs after testenv's, which use the control plane.
+	t.Cleanup(func() {
 		if err := cp.Stop(); err != nil {
 			t.Errorf("stop the control plane: %v", err)
 		}
-	}()
+	})
 
 	a, err := New(Options{
 		Config:  cp.Config,
@@ -74,29 +72,24 @@ func TestAuditorOnTheSandboxControlPlane(t *testing.T) {
 	scheduler := clientWithUserAgent(t, cp.Config, "sandbox-scheduler")
 	descheduler := clientWithUserAgent(t, cp.Config, "sandbox-descheduler")
 
+	env := testenv.New(runner)
 	const ns = "audit"
-	if _, err := runner.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	node := readyNode(ctx, t, runner)
+	testenv.Create(t, runner.CoreV1().Namespaces(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	node := env.ReadyNode(t, ns, "4")
 	for _, p := range []struct{ name, app string }{{"web-a", "web"}, {"web-b", "web"}, {"web-c", "web"}, {"locked-0", "locked"}} {
-		createBoundPod(ctx, t, runner, ns, p.name, p.app, node)
+		env.CreatePod(t, ns, testobj.MakePod().Name(p.name).Label("app", p.app).Node(node).GracePeriod(30).Container("app", ""))
 	}
-	waitUntil(ctx, t, "4 pods Running and Ready", func(ctx context.Context) (bool, error) {
-		pods, err := runner.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range pods.Items {
-			if podHealthy(&pods.Items[i]) {
-				ready++
-			}
-		}
-		return ready == 4, nil
-	})
-	createPDB(ctx, t, runner, ns, "web", 2, 1)    // 3 healthy, 2 desired: 1 allowed
-	createPDB(ctx, t, runner, ns, "locked", 1, 0) // 1 healthy, 1 desired: none allowed
+	env.WaitForReadyPods(t, ns, nil, 4)
+	// web: 3 healthy, 2 desired, 1 allowed; locked: 1 healthy, 1 desired, none allowed.
+	for _, b := range []struct {
+		app                       string
+		healthy, desired, allowed int32
+	}{{"web", 3, 2, 1}, {"locked", 1, 1, 0}} {
+		env.CreatePDB(t, ns, testobj.MakePDB().Name(b.app).MinAvailable(b.desired).MatchLabels("app", b.app))
+		testenv.WaitFor(t, testenv.DefaultWait, "PDB "+b.app+"'s status", env.PDBStatusIs(ns, b.app, policyv1.PodDisruptionBudgetStatus{
+			CurrentHealthy: b.healthy, DesiredHealthy: b.desired, DisruptionsAllowed: b.allowed, ExpectedPods: b.healthy,
+		}))
+	}
 
 	if code, err := evict(ctx, descheduler, ns, "web-a"); code != 201 {
 		t.Fatalf("evict web-a: code %d, %v", code, err)
@@ -112,16 +105,16 @@ func TestAuditorOnTheSandboxControlPlane(t *testing.T) {
 		t.Errorf("the refused eviction of locked-0 is not in the audit log right after its response")
 	}
 	// The simulated kubelet finishes web-a and web-b; its deletes are ignored.
-	waitUntil(ctx, t, "web-a and web-b gone", func(ctx context.Context) (bool, error) {
-		pods, err := runner.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 2, err
+	testenv.WaitFor(t, testenv.DefaultWait, "web-a and web-b gone", func(ctx context.Context) (bool, error) {
+		pods, err := env.ListPods(ctx, ns, nil)
+		return err == nil && len(pods) == 2, err
 	})
 	// The runner's delete is ignored, but web-c is no longer healthy once the
 	// auditor's informer shows it terminating.
 	if err := runner.CoreV1().Pods(ns).Delete(ctx, "web-c", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete web-c as the runner: %v", err)
 	}
-	waitUntil(ctx, t, "the auditor to see web-c terminating", func(context.Context) (bool, error) {
+	testenv.WaitFor(t, testenv.DefaultWait, "the auditor to see web-c terminating", func(context.Context) (bool, error) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return slices.ContainsFunc(a.observations, func(o observation) bool {
@@ -185,85 +178,6 @@ func clientWithUserAgent(t *testing.T, cfg *rest.Config, ua string) kubernetes.I
 		t.Fatal(err)
 	}
 	return c
-}
-
-func waitUntil(ctx context.Context, t *testing.T, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
-}
-
-// readyNode creates a Node and waits until the simulated kubelet has made
-// it Ready and untainted.
-func readyNode(ctx context.Context, t *testing.T, c kubernetes.Interface) string {
-	t.Helper()
-	n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "audit-node"},
-		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110"),
-		}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(ctx, t, "node Ready and untainted", func(ctx context.Context) (bool, error) {
-		node, err := c.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-		if err != nil || len(node.Spec.Taints) > 0 {
-			return false, err
-		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return n.Name
-}
-
-func createBoundPod(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name, app, node string) {
-	t.Helper()
-	_, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}},
-		Spec: corev1.PodSpec{
-			NodeName:                      node,
-			TerminationGracePeriodSeconds: ptr.To[int64](30),
-			Containers:                    []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create pod %s: %v", name, err)
-	}
-}
-
-// createPDB creates a PDB with minAvailable over the pods labelled app=name
-// and waits until the disruption controller has computed its status.
-func createPDB(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string, minAvailable, allowed int32) {
-	t.Helper()
-	_, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(minAvailable)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create PDB %s: %v", name, err)
-	}
-	waitUntil(ctx, t, fmt.Sprintf("PDB %s with %d disruptions allowed", name, allowed), func(ctx context.Context) (bool, error) {
-		p, err := c.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return p.Status.ObservedGeneration == p.Generation && p.Status.DesiredHealthy == minAvailable && p.Status.DisruptionsAllowed == allowed, nil
-	})
 }
 
 // evict posts an eviction once: client-go's typed Evict retries 429s.

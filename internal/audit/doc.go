@@ -1,7 +1,7 @@
-// Package audit is the sandbox's independent auditor. It reads
-// kube-apiserver's audit log to learn every pod eviction and delete and who
-// asked for it, and keeps its own informers to count each budget's healthy
-// pods. It shares no code with the plugins it checks.
+// Package audit is the sandbox's independent auditor, which reads
+// kube-apiserver's audit log and its own informers: the log tells it every
+// pod eviction and delete and who asked for it, the informers each budget's
+// healthy pods. It shares no code with the plugins it checks.
 //
 // # Wiring
 //

@@ -25,7 +25,8 @@ import (
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 const testNS = "shop"
@@ -173,50 +174,37 @@ func (h *harness) change(what string, write func() error) {
 	}
 }
 
-func (h *harness) createPod(p *corev1.Pod) {
+// write calls op, a typed client's Create or Update, on obj and waits until
+// the auditor has seen the change.
+func write[T metav1.Object, O any](h *harness, verb string, op func(context.Context, T, O) (T, error), obj T, opts O) {
 	h.t.Helper()
-	h.change("create pod "+p.Name, func() error {
-		_, err := h.kube.CoreV1().Pods(p.Namespace).Create(h.ctx, p, metav1.CreateOptions{})
+	h.change(fmt.Sprintf("%s %T %s", verb, obj, obj.GetName()), func() error {
+		_, err := op(h.ctx, obj, opts)
 		return err
 	})
 }
 
+// The writes of the tests, each seen by the auditor before it returns.
+func (h *harness) createPod(p *corev1.Pod) {
+	write(h, "create", h.kube.CoreV1().Pods(p.Namespace).Create, p, metav1.CreateOptions{})
+}
 func (h *harness) updatePod(p *corev1.Pod) {
-	h.t.Helper()
-	h.change("update pod "+p.Name, func() error {
-		_, err := h.kube.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{})
-		return err
-	})
+	write(h, "update", h.kube.CoreV1().Pods(p.Namespace).Update, p, metav1.UpdateOptions{})
+}
+func (h *harness) createPDB(p *policyv1.PodDisruptionBudget) {
+	write(h, "create", h.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).Create, p, metav1.CreateOptions{})
+}
+func (h *harness) updatePDB(p *policyv1.PodDisruptionBudget) {
+	write(h, "update", h.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).Update, p, metav1.UpdateOptions{})
+}
+func (h *harness) createPUB(p *kruisepolicy.PodUnavailableBudget) {
+	write(h, "create", h.kruise.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).Create, p, metav1.CreateOptions{})
 }
 
 func (h *harness) deletePod(p *corev1.Pod) {
 	h.t.Helper()
 	h.change("delete pod "+p.Name, func() error {
 		return h.kube.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{})
-	})
-}
-
-func (h *harness) createPDB(p *policyv1.PodDisruptionBudget) {
-	h.t.Helper()
-	h.change("create PDB "+p.Name, func() error {
-		_, err := h.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).Create(h.ctx, p, metav1.CreateOptions{})
-		return err
-	})
-}
-
-func (h *harness) updatePDB(p *policyv1.PodDisruptionBudget) {
-	h.t.Helper()
-	h.change("update PDB "+p.Name, func() error {
-		_, err := h.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{})
-		return err
-	})
-}
-
-func (h *harness) createPUB(p *kruisepolicy.PodUnavailableBudget) {
-	h.t.Helper()
-	h.change("create PUB "+p.Name, func() error {
-		_, err := h.kruise.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).Create(h.ctx, p, metav1.CreateOptions{})
-		return err
 	})
 }
 
@@ -299,76 +287,43 @@ func (h *harness) finish() Result {
 	return res
 }
 
-// readyPod returns a Running pod in testNS with the given labels, Ready or
-// not, with UID "uid-<name>".
-func readyPod(name string, labels map[string]string, ready bool) *corev1.Pod {
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-" + name), Labels: labels},
-		Spec:       corev1.PodSpec{NodeName: "node-1"},
-		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},
-		},
-	}
+// runningPod is a Running, Ready pod in testNS on node-1, with UID
+// "uid-<name>".
+func runningPod(name string) *testobj.PodWrapper {
+	return testobj.RunningPod(testNS, name).Node("node-1")
 }
 
-// withReady returns a copy of p with its Ready condition set to ready.
-func withReady(p *corev1.Pod, ready bool) *corev1.Pod {
-	q := p.DeepCopy()
-	q.Status.Conditions[0].Status = corev1.ConditionFalse
-	if ready {
-		q.Status.Conditions[0].Status = corev1.ConditionTrue
-	}
-	return q
+// webPod is a runningPod labelled app=web.
+func webPod(name string) *testobj.PodWrapper { return runningPod(name).Label("app", "web") }
+
+// deleted is when the tests' pods start terminating.
+var deleted = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// terminating is p as the API server leaves it on a delete with a grace
+// period.
+func terminating(p *testobj.PodWrapper) *corev1.Pod {
+	return p.Terminating(deleted).DeletionGracePeriod(30).Obj()
 }
 
-// terminating returns a copy of p with a deletionTimestamp.
-func terminating(p *corev1.Pod) *corev1.Pod {
-	q := p.DeepCopy()
-	q.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	q.DeletionGracePeriodSeconds = ptr.To[int64](30)
-	return q
+// pdb is a PDB in testNS over the pods labelled app=app, with a computed
+// status that requires desired healthy pods.
+func pdb(app string, desired int32) *testobj.PDBWrapper {
+	return testobj.MakePDB().Namespace(testNS).Name(app).Generation(1).Status(0, desired, 0).MatchLabels("app", app)
 }
 
-// pdb returns a PDB in testNS with the given selector and a computed
-// status requiring desired healthy pods.
-func pdb(name string, selector *metav1.LabelSelector, desired int32) *policyv1.PodDisruptionBudget {
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Generation: 1},
-		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: selector},
-		Status:     policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DesiredHealthy: desired},
-	}
+// pub is a PUB in testNS with a computed status that requires desired
+// available pods.
+func pub(name string, desired int32) *testobj.PUBWrapper {
+	return testobj.MakePUB().Namespace(testNS).Name(name).Generation(1).Status(0, desired, 0)
 }
 
-func appSelector(app string) *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
-}
-
-func pub(name string, desired int32) *kruisepolicy.PodUnavailableBudget {
-	return &kruisepolicy.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Generation: 1},
-		Status:     kruisepolicy.PodUnavailableBudgetStatus{ObservedGeneration: 1, DesiredAvailable: desired},
-	}
-}
-
-func controllerRef(apiVersion, kind, name string, uid types.UID) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}
-}
-
-func deployment(name string) *appsv1.Deployment {
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-deploy-" + name)}}
-}
-
-func replicaSet(name string, owner *appsv1.Deployment) *appsv1.ReplicaSet {
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-rs-" + name)}}
-	if owner != nil {
-		rs.OwnerReferences = []metav1.OwnerReference{controllerRef("apps/v1", "Deployment", owner.Name, owner.UID)}
-	}
-	return rs
+// webWorkload is Deployment web and its ReplicaSet web-1, with the UIDs
+// "uid-deploy-web" and "uid-rs-web-1", and a PUB web that targets the
+// Deployment and requires desired available pods.
+func webWorkload(desired int32) (*appsv1.Deployment, *appsv1.ReplicaSet, *kruisepolicy.PodUnavailableBudget) {
+	d := testobj.MakeDeployment().Namespace(testNS).Name("web").UID("uid-deploy-web").Obj()
+	rs := testobj.MakeReplicaSet().Namespace(testNS).Name("web-1").UID("uid-rs-web-1").OwnedBy("apps/v1", "Deployment", d.Name, d.UID).Obj()
+	return d, rs, pub("web", desired).TargetRef("apps/v1", "Deployment", "web").Obj()
 }
 
 func ref(kind, name string) BudgetRef {
