@@ -9,6 +9,7 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/budgetguard/budgetguard/internal/report"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/manifests"
 	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
 )
@@ -110,17 +111,8 @@ func TestUpstreamSchedulerConfigRewrites(t *testing.T) {
 		rewritten int
 	}{
 		{
-			name: "postFilter enables ours and disables DefaultPreemption",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    postFilter:
-      enabled: [{name: BudgetAwarePreemption}]
-      disabled: [{name: DefaultPreemption}]
-  pluginConfig:
-  - name: BudgetAwarePreemption
-    args: {mode: BestEffort}
-`,
+			name:      "postFilter enables ours and disables DefaultPreemption",
+			doc:       testobj.SchedulerConfig{SchedulerName: "bg", Args: "{mode: BestEffort}"}.YAML(),
 			want:      []string{defaultPreemption},
 			rewritten: 1,
 		},

@@ -9,26 +9,19 @@ import (
 	"time"
 
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/budgetguard/budgetguard/internal/report"
 	"github.com/budgetguard/budgetguard/internal/scenario"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
-func pod(name string, ready bool, labels map[string]string) *corev1.Pod {
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: labels},
-		Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}},
-	}
+// pod is a pod in namespace shop labelled app=app, Ready or not.
+func pod(name, app string, ready bool) *corev1.Pod {
+	return testobj.MakePod().Namespace("shop").Name(name).Label("app", app).Ready(ready).Obj()
 }
 
 func testRun(objs []runtime.Object, kruiseObjs ...runtime.Object) *run {
@@ -42,12 +35,11 @@ func testRun(objs []runtime.Object, kruiseObjs ...runtime.Object) *run {
 }
 
 func TestWaitPodsReady(t *testing.T) {
-	web := map[string]string{"app": "web"}
-	terminating := pod("c", true, web)
+	terminating := pod("c", "web", true)
 	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	terminating.Finalizers = []string{"x"}
 	r := testRun([]runtime.Object{
-		pod("a", true, web), pod("b", false, web), terminating, pod("other", true, map[string]string{"app": "db"}),
+		pod("a", "web", true), pod("b", "web", false), terminating, pod("other", "db", true),
 	})
 	ctx := context.Background()
 	seen, err := r.wait(ctx, &scenario.WaitStep{PodsReady: &scenario.PodsReadyCondition{Namespace: "shop", Selector: "app=web", Count: 1}})
@@ -64,9 +56,8 @@ func TestWaitPodsReady(t *testing.T) {
 }
 
 func TestWaitBudgetsObserved(t *testing.T) {
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Generation: 2},
-		Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1}}
-	pub := &kruisepolicy.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Name: "cart", Namespace: "shop", Generation: 1}}
+	pdb := testobj.MakePDB().Namespace("shop").Name("web").Generation(2).ObservedGeneration(1).Obj()
+	pub := testobj.MakePUB().Namespace("shop").Name("cart").Generation(1).Obj()
 	r := testRun([]runtime.Object{pdb}, pub)
 	_, err := r.wait(context.Background(), &scenario.WaitStep{BudgetsObserved: true, Timeout: 300 * time.Millisecond})
 	if !errors.Is(err, errTimedOut) || !strings.Contains(err.Error(), "pdb shop/web, pub shop/cart") {
@@ -83,8 +74,7 @@ func TestWaitBudgetsObserved(t *testing.T) {
 }
 
 func TestSetReadinessAnnotatesLivePods(t *testing.T) {
-	web := map[string]string{"app": "web"}
-	r := testRun([]runtime.Object{pod("a", true, web), pod("b", true, web), pod("db", true, map[string]string{"app": "db"})})
+	r := testRun([]runtime.Object{pod("a", "web", true), pod("b", "web", true), pod("db", "db", true)})
 	ctx := context.Background()
 	out, err := r.setReadiness(ctx, &scenario.SetReadinessStep{Namespace: "shop", Selector: "app=web", Readiness: "never"})
 	if err != nil || out != "2 pods" {
