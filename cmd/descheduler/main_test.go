@@ -2,24 +2,18 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/budgetguard/budgetguard/internal/testmain"
 )
 
+// runMainEnv makes the test binary run main() instead of the tests (see
+// package testmain).
 const runMainEnv = "BUDGETGUARD_DESCHEDULER_RUN_MAIN"
 
-// TestMain lets a test run this binary's main with arguments of its choice:
-// the test re-executes itself with runMainEnv set.
-func TestMain(m *testing.M) {
-	if args := os.Getenv(runMainEnv); args != "" {
-		os.Args = append([]string{"descheduler"}, strings.Fields(args)...)
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testmain.Main(m, runMainEnv, main) }
 
 func TestDeschedulerBadPolicyExitsNamingField(t *testing.T) {
 	dir := t.TempDir()
@@ -39,14 +33,12 @@ profiles:
 		t.Fatal(err)
 	}
 	// No cluster is needed: the policy is checked before any client is built.
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), runMainEnv+"=--policy-config-file="+policy+" --kubeconfig="+filepath.Join(dir, "none"))
-	out, err := cmd.CombinedOutput()
-	exitErr, ok := err.(*exec.ExitError)
-	if !ok || exitErr.ExitCode() == 0 {
-		t.Fatalf("descheduler exited with %v, want a non-zero exit; output:\n%s", err, out)
+	res := testmain.Run(t, runMainEnv, "--policy-config-file="+policy, "--kubeconfig="+filepath.Join(dir, "none"))
+	out := res.Output()
+	if res.Code == 0 {
+		t.Fatalf("descheduler exited with code 0, want a non-zero exit; output:\n%s", out)
 	}
-	if !strings.Contains(string(out), "unknown field") || !strings.Contains(string(out), "maxNoOfPodsToEvictPerNod") {
+	if !strings.Contains(out, "unknown field") || !strings.Contains(out, "maxNoOfPodsToEvictPerNod") {
 		t.Errorf("output does not name the unknown field:\n%s", out)
 	}
 }

@@ -1,73 +1,45 @@
 package main
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/budgetguard/budgetguard/internal/testmain"
 )
 
-// runMainEnv makes the test binary run main() instead of the tests, so that
-// a test can run the real command in a child process and see its exit code
-// and output.
+// runMainEnv makes the test binary run main() instead of the tests (see
+// package testmain).
 const runMainEnv = "BUDGETGUARD_SANDBOX_RUN_MAIN"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
-
-// sandbox runs the command with args in a child process and returns its
-// stdout, stderr and exit code.
-func sandbox(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), errOut.String(), 0
-	case errors.As(err, &exit):
-		return out.String(), errOut.String(), exit.ExitCode()
-	default:
-		t.Fatalf("running the sandbox command: %v", err)
-		return "", "", -1
-	}
-}
+func TestMain(m *testing.M) { testmain.Main(m, runMainEnv, main) }
 
 func TestHelpDocumentsTheCommandAndItsFlags(t *testing.T) {
-	out, _, code := sandbox(t, "--help")
-	if code != 0 {
-		t.Errorf("--help: exit code %d, want 0", code)
+	res := testmain.Run(t, runMainEnv, "--help")
+	if res.Code != 0 {
+		t.Errorf("--help: exit code %d, want 0", res.Code)
 	}
 	for _, want := range []string{"run", "sandbox run --compare examples/scenarios/preemption-under-pdb.yaml"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--help does not mention %q:\n%s", want, out)
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("--help does not mention %q:\n%s", want, res.Stdout)
 		}
 	}
-	if strings.Contains(out, "--version") {
-		t.Errorf("--help offers --version, which this command does not implement:\n%s", out)
+	if strings.Contains(res.Stdout, "--version") {
+		t.Errorf("--help offers --version, which this command does not implement:\n%s", res.Stdout)
 	}
 
-	out, _, code = sandbox(t, "run", "--help")
-	if code != 0 {
-		t.Errorf("run --help: exit code %d, want 0", code)
+	res = testmain.Run(t, runMainEnv, "run", "--help")
+	if res.Code != 0 {
+		t.Errorf("run --help: exit code %d, want 0", res.Code)
 	}
 	for _, want := range []string{
 		"run SCENARIO", "--compare", "DefaultPreemption", "DefaultEvictor",
 		"--output", "table", "json", "--verbose", "stderr", "stdout", "Exit status",
 		"manifests/scheduler/scheduler-config.yaml", "manifests/descheduler/policy.yaml",
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("run --help does not mention %q:\n%s", want, out)
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("run --help does not mention %q:\n%s", want, res.Stdout)
 		}
 	}
 }
@@ -85,16 +57,16 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"unknown command", []string{"frob"}, []string{`unknown command "frob"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := sandbox(t, tc.args...)
-			if code != exitUsage {
-				t.Errorf("exit code %d, want %d", code, exitUsage)
+			res := testmain.Run(t, runMainEnv, tc.args...)
+			if res.Code != exitUsage {
+				t.Errorf("exit code %d, want %d", res.Code, exitUsage)
 			}
-			if out != "" {
-				t.Errorf("stdout is not empty:\n%s", out)
+			if res.Stdout != "" {
+				t.Errorf("stdout is not empty:\n%s", res.Stdout)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(errOut, w) {
-					t.Errorf("stderr does not say %q:\n%s", w, errOut)
+				if !strings.Contains(res.Stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, res.Stderr)
 				}
 			}
 		})
@@ -103,15 +75,15 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 
 func TestMissingScenarioFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing.yaml")
-	out, errOut, code := sandbox(t, "run", path)
-	if code != exitError {
-		t.Errorf("exit code %d, want %d", code, exitError)
+	res := testmain.Run(t, runMainEnv, "run", path)
+	if res.Code != exitError {
+		t.Errorf("exit code %d, want %d", res.Code, exitError)
 	}
-	if out != "" {
-		t.Errorf("stdout is not empty:\n%s", out)
+	if res.Stdout != "" {
+		t.Errorf("stdout is not empty:\n%s", res.Stdout)
 	}
-	if !strings.Contains(errOut, path) || !strings.Contains(errOut, "no such file") {
-		t.Errorf("stderr does not name the missing file:\n%s", errOut)
+	if !strings.Contains(res.Stderr, path) || !strings.Contains(res.Stderr, "no such file") {
+		t.Errorf("stderr does not name the missing file:\n%s", res.Stderr)
 	}
 }
 
@@ -136,20 +108,20 @@ spec:
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := sandbox(t, "run", "--compare", path)
-	if code != exitError {
-		t.Errorf("exit code %d, want %d", code, exitError)
+	res := testmain.Run(t, runMainEnv, "run", "--compare", path)
+	if res.Code != exitError {
+		t.Errorf("exit code %d, want %d", res.Code, exitError)
 	}
-	if out != "" {
-		t.Errorf("stdout is not empty:\n%s", out)
+	if res.Stdout != "" {
+		t.Errorf("stdout is not empty:\n%s", res.Stdout)
 	}
 	for _, want := range []string{"invalid scenario", path, "document 2 (PodDisruptionBudget shop/web)", "spec.maxUnavailabel"} {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("stderr does not say %q:\n%s", want, errOut)
+		if !strings.Contains(res.Stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, res.Stderr)
 		}
 	}
 	// The scenario is rejected before any control plane starts.
-	if strings.Contains(errOut, "control plane") {
-		t.Errorf("a control plane was started for an invalid scenario:\n%s", errOut)
+	if strings.Contains(res.Stderr, "control plane") {
+		t.Errorf("a control plane was started for an invalid scenario:\n%s", res.Stderr)
 	}
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,37 +17,23 @@ import (
 	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 
+	"github.com/budgetguard/budgetguard/internal/testmain"
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
 )
 
-// runMainEnv makes the test binary run main() instead of the tests, so that
-// the tests can run the real command in a child process and see its exit code.
+// runMainEnv makes the test binary run main() instead of the tests (see
+// package testmain).
 const runMainEnv = "BUDGETGUARD_SCHEDULER_RUN_MAIN"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testmain.Main(m, runMainEnv, main) }
 
-// run runs the scheduler command with args in a child process.
+// run runs the scheduler command with args in a child process and returns
+// all it wrote and its exit code.
 func run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &exit):
-		return string(out), exit.ExitCode()
-	default:
-		t.Fatalf("running the scheduler command: %v", err)
-		return "", -1
-	}
+	res := testmain.Run(t, runMainEnv, args...)
+	return res.Output(), res.Code
 }
 
 func TestHelpAndVersion(t *testing.T) {
@@ -73,12 +57,12 @@ func TestInvalidArgs(t *testing.T) {
 	}{
 		{
 			name: "unsupported actuation, rejected by the plugin's validation",
-			args: "actuation: Kill",
+			args: "{actuation: Kill}",
 			want: `pluginConfig[BudgetAwarePreemption].args.actuation: Unsupported value: "Kill"`,
 		},
 		{
 			name: "unknown field, rejected by the strict codec",
-			args: "actuaton: Delete",
+			args: "{actuaton: Delete}",
 			want: `decoding .profiles[0].pluginConfig[0]: strict decoding error: decoding args for plugin BudgetAwarePreemption: strict decoding error: unknown field "actuaton"`,
 		},
 	}
@@ -105,25 +89,7 @@ users:
 current-context: none
 `)
 			config := filepath.Join(dir, "config.yaml")
-			writeFile(t, config, `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: `+kubeconfig+`
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: budgetguard-scheduler
-  plugins:
-    postFilter:
-      enabled:
-      - name: BudgetAwarePreemption
-      disabled:
-      - name: DefaultPreemption
-  pluginConfig:
-  - name: BudgetAwarePreemption
-    args:
-      `+tc.args+`
-`)
+			writeFile(t, config, testobj.SchedulerConfig{Kubeconfig: kubeconfig, Args: tc.args}.YAML())
 			out, code := run(t, "--config="+config, "--secure-port=0")
 			if code == 0 {
 				t.Fatalf("exit code 0, want non-zero; output:\n%s", out)
