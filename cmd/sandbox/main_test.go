@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,14 +8,10 @@ import (
 	"github.com/budgetguard/budgetguard/internal/testmain"
 )
 
-// runMainEnv makes the test binary run main() instead of the tests (see
-// package testmain).
-const runMainEnv = "BUDGETGUARD_SANDBOX_RUN_MAIN"
-
-func TestMain(m *testing.M) { testmain.Main(m, runMainEnv, main) }
+func TestMain(m *testing.M) { testmain.Main(m, main) }
 
 func TestHelpDocumentsTheCommandAndItsFlags(t *testing.T) {
-	res := testmain.Run(t, runMainEnv, "--help")
+	res := testmain.Run(t, "--help")
 	if res.Code != 0 {
 		t.Errorf("--help: exit code %d, want 0", res.Code)
 	}
@@ -29,7 +24,7 @@ func TestHelpDocumentsTheCommandAndItsFlags(t *testing.T) {
 		t.Errorf("--help offers --version, which this command does not implement:\n%s", res.Stdout)
 	}
 
-	res = testmain.Run(t, runMainEnv, "run", "--help")
+	res = testmain.Run(t, "run", "--help")
 	if res.Code != 0 {
 		t.Errorf("run --help: exit code %d, want 0", res.Code)
 	}
@@ -57,7 +52,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"unknown command", []string{"frob"}, []string{`unknown command "frob"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := testmain.Run(t, runMainEnv, tc.args...)
+			res := testmain.Run(t, tc.args...)
 			if res.Code != exitUsage {
 				t.Errorf("exit code %d, want %d", res.Code, exitUsage)
 			}
@@ -75,7 +70,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 
 func TestMissingScenarioFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing.yaml")
-	res := testmain.Run(t, runMainEnv, "run", path)
+	res := testmain.Run(t, "run", path)
 	if res.Code != exitError {
 		t.Errorf("exit code %d, want %d", res.Code, exitError)
 	}
@@ -88,8 +83,7 @@ func TestMissingScenarioFile(t *testing.T) {
 }
 
 func TestInvalidScenarioNamesDocumentAndField(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bad.yaml")
-	data := `apiVersion: sandbox.budgetguard.io/v1alpha1
+	path := testmain.WriteFile(t, t.TempDir(), "bad.yaml", `apiVersion: sandbox.budgetguard.io/v1alpha1
 kind: Scenario
 metadata: {name: bad}
 steps:
@@ -104,11 +98,8 @@ kind: PodDisruptionBudget
 metadata: {name: web, namespace: shop}
 spec:
   maxUnavailabel: 1
-`
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	res := testmain.Run(t, runMainEnv, "run", "--compare", path)
+`)
+	res := testmain.Run(t, "run", "--compare", path)
 	if res.Code != exitError {
 		t.Errorf("exit code %d, want %d", res.Code, exitError)
 	}

@@ -22,17 +22,13 @@ import (
 	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
 )
 
-// runMainEnv makes the test binary run main() instead of the tests (see
-// package testmain).
-const runMainEnv = "BUDGETGUARD_SCHEDULER_RUN_MAIN"
-
-func TestMain(m *testing.M) { testmain.Main(m, runMainEnv, main) }
+func TestMain(m *testing.M) { testmain.Main(m, main) }
 
 // run runs the scheduler command with args in a child process and returns
 // all it wrote and its exit code.
 func run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	res := testmain.Run(t, runMainEnv, args...)
+	res := testmain.Run(t, args...)
 	return res.Output(), res.Code
 }
 
@@ -69,9 +65,8 @@ func TestInvalidArgs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			kubeconfig := filepath.Join(dir, "kubeconfig")
 			// Nothing listens there: the command must fail before it connects.
-			writeFile(t, kubeconfig, `apiVersion: v1
+			kubeconfig := testmain.WriteFile(t, dir, "kubeconfig", `apiVersion: v1
 kind: Config
 clusters:
 - name: none
@@ -88,8 +83,7 @@ users:
     token: none
 current-context: none
 `)
-			config := filepath.Join(dir, "config.yaml")
-			writeFile(t, config, testobj.SchedulerConfig{Kubeconfig: kubeconfig, Args: tc.args}.YAML())
+			config := testmain.WriteFile(t, dir, "config.yaml", testobj.SchedulerConfig{Kubeconfig: kubeconfig, Args: tc.args}.YAML())
 			out, code := run(t, "--config="+config, "--secure-port=0")
 			if code == 0 {
 				t.Fatalf("exit code 0, want non-zero; output:\n%s", out)
@@ -99,13 +93,6 @@ current-context: none
 				t.Errorf("output does not contain %q:\n%s", tc.want, out)
 			}
 		})
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 

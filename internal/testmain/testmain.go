@@ -3,22 +3,26 @@
 // again with an environment variable set, runs the command's main instead
 // of the tests.
 //
-// A command's main_test.go calls Main from its TestMain and Run from its
-// tests, with a variable named after the command.
+// A command's main_test.go calls Main from its TestMain, and Run from its
+// tests.
 package testmain
 
 import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Main is a command's TestMain: when the environment variable env is "1",
-// it runs main, which exits; otherwise it runs the tests.
-func Main(m *testing.M, env string, main func()) {
-	if os.Getenv(env) == "1" {
+// runMainEnv, set to "1", makes a test binary run main instead of the tests.
+const runMainEnv = "BUDGETGUARD_TESTMAIN_RUN_MAIN"
+
+// Main is a command's TestMain: in a child process that Run started, it
+// runs main, which exits; otherwise it runs the tests.
+func Main(m *testing.M, main func()) {
+	if os.Getenv(runMainEnv) == "1" {
 		main()
 		return
 	}
@@ -34,13 +38,13 @@ type Result struct {
 // Output is what the command wrote to stdout, then what it wrote to stderr.
 func (r Result) Output() string { return r.Stdout + r.Stderr }
 
-// Run runs the command with args in a child process: the test binary with
-// env set to "1", which Main turns into a run of main. It fails the test if
-// the child cannot be started.
-func Run(t testing.TB, env string, args ...string) Result {
+// Run runs the command with args in a child process, the test binary again,
+// in which Main runs main. It fails the test if the child cannot be
+// started.
+func Run(t testing.TB, args ...string) Result {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), env+"=1")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -54,4 +58,15 @@ func Run(t testing.TB, env string, args ...string) Result {
 		t.Fatalf("run %s %q: %v", os.Args[0], args, err)
 		return Result{Code: -1}
 	}
+}
+
+// WriteFile writes content to the file name in dir, for the command to read,
+// and returns its path. It fails the test if that fails.
+func WriteFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
