@@ -51,16 +51,9 @@ func TestAuditorOnTheSandboxControlPlane(t *testing.T) {
 		}
 	})
 
-	a, err := New(Options{
-		Config:  cp.Config,
-		LogPath: logPath,
-		Components: []ComponentMatch{
-			{UserAgentPrefix: "sandbox-scheduler", Component: ComponentScheduler},
-			{UserAgentPrefix: "sandbox-descheduler", Component: ComponentDescheduler},
-		},
-		Ignore: []string{"sandbox-kubelet", "sandbox-runner"},
-		PUBs:   true,
-	})
+	auditOpts := testOptions()
+	auditOpts.Config, auditOpts.LogPath = cp.Config, logPath
+	a, err := New(auditOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
