@@ -1,0 +1,109 @@
+package version
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// gitVersion is set by the linker (-X); see the package doc.
+var gitVersion string
+
+// Info is a binary's version and what it embeds.
+type Info struct {
+	// Version is budgetguard's version, e.g. v0.2.0-3-gabcdef0.
+	Version string `json:"version"`
+	// Kubernetes is the version of k8s.io/kubernetes compiled in (the
+	// kube-scheduler, kube-apiserver and controllers).
+	Kubernetes string `json:"kubernetes"`
+	// Descheduler is the version of sigs.k8s.io/descheduler compiled in.
+	Descheduler string `json:"descheduler"`
+	// Go is the Go version the binary was built with.
+	Go string `json:"go"`
+}
+
+// String is the line --version prints.
+func (i Info) String() string {
+	return fmt.Sprintf("budgetguard %s (Kubernetes %s, descheduler %s, %s)", i.Version, i.Kubernetes, i.Descheduler, i.Go)
+}
+
+// Get returns the binary's version information.
+func Get() Info {
+	bi, ok := debug.ReadBuildInfo()
+	return fromBuildInfo(bi, ok)
+}
+
+// fromBuildInfo reads the embedded module versions from bi, which is valid
+// when ok; a module the binary does not link is "unknown".
+func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
+	info := Info{Version: gitVersion, Kubernetes: "unknown", Descheduler: "unknown", Go: runtime.Version()}
+	if !ok {
+		if info.Version == "" {
+			info.Version = "v0.0.0-dev"
+		}
+		return info
+	}
+	for _, dep := range bi.Deps {
+		v := dep.Version
+		if dep.Replace != nil && dep.Replace.Version != "" {
+			v = dep.Replace.Version
+		}
+		switch dep.Path {
+		case "k8s.io/kubernetes":
+			info.Kubernetes = v
+		case "sigs.k8s.io/descheduler":
+			info.Descheduler = v
+		}
+	}
+	if info.Version == "" {
+		info.Version = fromVCS(bi)
+	}
+	return info
+}
+
+// fromVCS builds a version from the revision Go stamps into binaries built
+// in a git checkout: v0.0.0-<12 hex digits>[-dirty], or v0.0.0-dev.
+func fromVCS(bi *debug.BuildInfo) string {
+	var rev string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "v0.0.0-dev"
+	}
+	v := "v0.0.0-" + rev[:min(12, len(rev))]
+	if dirty {
+		v += "-dirty"
+	}
+	return v
+}
+
+var (
+	buildInfo = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      "budgetguard",
+		Name:           "build_info",
+		Help:           "1, labelled with budgetguard's version and the Kubernetes and descheduler versions it embeds.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"version", "kubernetes_version", "descheduler_version", "go_version"})
+	registerOnce sync.Once
+)
+
+// RegisterMetrics registers budgetguard_build_info in the legacy registry
+// the components serve on /metrics. It is safe to call more than once.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(buildInfo)
+		i := Get()
+		buildInfo.WithLabelValues(i.Version, i.Kubernetes, i.Descheduler, i.Go).Set(1)
+	})
+}
