@@ -8,8 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 // The benchmark cluster: 1,000 namespaces, each with 100 pods of 10 apps
@@ -21,22 +22,14 @@ const (
 )
 
 func benchPod(nsIdx, i int) *v1.Pod {
-	p := mkPod(fmt.Sprintf("pod-%d", i))
-	p.Namespace = fmt.Sprintf("ns-%d", nsIdx)
-	p.UID = types.UID(fmt.Sprintf("uid-%d-%d", nsIdx, i))
-	p.Labels = map[string]string{
-		"app":               fmt.Sprintf("app-%d", i%benchBudgetsPerNS),
-		"pod-template-hash": fmt.Sprintf("h%d", i%benchBudgetsPerNS),
-		"tier":              "backend",
-	}
-	return p
+	app := i % benchBudgetsPerNS
+	return testobj.RunningPod(fmt.Sprintf("ns-%d", nsIdx), fmt.Sprintf("pod-%d", i)).UID(fmt.Sprintf("uid-%d-%d", nsIdx, i)).
+		Labels(testobj.Labels("app", fmt.Sprintf("app-%d", app), "pod-template-hash", fmt.Sprintf("h%d", app), "tier", "backend")).Obj()
 }
 
 func benchPDB(nsIdx, j int) *policyv1.PodDisruptionBudget {
-	p := mkPDB(fmt.Sprintf("app-%d", j), &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", j)}},
-		pdbStatus{healthy: 10, desired: 5, allowed: 5})
-	p.Namespace = fmt.Sprintf("ns-%d", nsIdx)
-	return p
+	app := fmt.Sprintf("app-%d", j)
+	return webPDB(app, pdbStatus{healthy: 10, desired: 5, allowed: 5}).Namespace(fmt.Sprintf("ns-%d", nsIdx)).MatchLabels("app", app).Obj()
 }
 
 type benchCluster struct {
@@ -50,31 +43,35 @@ type benchCluster struct {
 func newBenchCluster(b *testing.B, feed bool) *benchCluster {
 	b.Helper()
 	bc := &benchCluster{h: newHarness(b)}
-	podStore := bc.h.factory.Core().V1().Pods().Informer().GetIndexer()
-	pdbStore := bc.h.factory.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer()
 	for n := 0; n < benchNamespaces; n++ {
 		for j := 0; j < benchBudgetsPerNS; j++ {
-			p := benchPDB(n, j)
-			bc.pdbs = append(bc.pdbs, p)
-			if err := pdbStore.Add(p); err != nil {
-				b.Fatal(err)
-			}
-			if feed {
-				bc.h.pdb(p)
-			}
+			bc.pdbs = append(bc.pdbs, benchPDB(n, j))
 		}
 		for i := 0; i < benchPodsPerNS; i++ {
-			p := benchPod(n, i)
-			bc.pods = append(bc.pods, p)
-			if err := podStore.Add(p); err != nil {
-				b.Fatal(err)
-			}
-			if feed {
-				bc.h.podEvent(p, false)
-			}
+			bc.pods = append(bc.pods, benchPod(n, i))
 		}
 	}
+	onPDB, onPod := bc.h.pdb, func(p *v1.Pod) { bc.h.podEvent(p, false) }
+	if !feed {
+		onPDB, onPod = nil, nil
+	}
+	store(b, bc.h.factory.Policy().V1().PodDisruptionBudgets().Informer().GetStore(), bc.pdbs, onPDB)
+	store(b, bc.h.factory.Core().V1().Pods().Informer().GetStore(), bc.pods, onPod)
 	return bc
+}
+
+// store adds objs to an informer's store and, unless handle is nil, hands
+// each to handle.
+func store[T any](b *testing.B, s cache.Store, objs []T, handle func(T)) {
+	b.Helper()
+	for _, o := range objs {
+		if err := s.Add(o); err != nil {
+			b.Fatal(err)
+		}
+		if handle != nil {
+			handle(o)
+		}
+	}
 }
 
 func BenchmarkDecide(b *testing.B) {

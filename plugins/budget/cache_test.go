@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 // visited counts the PDB selectors a lookup for pod labels evaluates.
@@ -30,30 +32,28 @@ func visited(c *Cache, namespace string, podLabels map[string]string) int {
 
 func TestLookupCostIgnoresUnrelatedBudgets(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), oneLeft))
+	h.add(webPDB("web", oneLeft).Obj())
 	podLabels := map[string]string{"app": "web", "tier": "frontend"}
 	base := visited(h.c, ns, podLabels)
 	if base != 1 {
 		t.Fatalf("one covering budget: visited %d selectors, want 1", base)
 	}
 	for i := 0; i < 1000; i++ {
-		other := mkPDB("web", appWeb(), oneLeft)
-		other.Namespace = fmt.Sprintf("ns-%d", i)
-		h.pdb(other)
-		h.pdb(mkPDB(fmt.Sprintf("other-%d", i), &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("other-%d", i)}}, oneLeft))
-		h.pdb(mkPDB(fmt.Sprintf("in-%d", i), &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		h.pdb(webPDB("web", oneLeft).Namespace(fmt.Sprintf("ns-%d", i)).Obj())
+		h.pdb(webPDB(fmt.Sprintf("other-%d", i), oneLeft).MatchLabels("app", fmt.Sprintf("other-%d", i)).Obj())
+		h.pdb(webPDB(fmt.Sprintf("in-%d", i), oneLeft).Selector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{fmt.Sprintf("a-%d", i), fmt.Sprintf("b-%d", i)}},
-		}}, oneLeft))
-		h.pdb(mkPDB(fmt.Sprintf("nil-%d", i), nil, oneLeft))
+		}}).Obj())
+		h.pdb(webPDB(fmt.Sprintf("nil-%d", i), oneLeft).Selector(nil).Obj())
 	}
 	if got := visited(h.c, ns, podLabels); got != base {
 		t.Fatalf("after 1000 budgets in other namespaces and 3000 that cannot match: visited %d selectors, want %d", got, base)
 	}
-	if d := h.c.Decide(mkPod("a", labelsOf("app", "web", "tier", "frontend")), OperationEvict); !d.Allowed || len(d.Spends) != 1 {
+	if d := h.c.Decide(testobj.RunningPod(ns, "a").Labels(testobj.Labels("app", "web", "tier", "frontend")).Obj(), OperationEvict); !d.Allowed || len(d.Spends) != 1 {
 		t.Fatalf("decision changed: %+v", d)
 	}
 	// Selectors without an equality requirement must be checked for every pod.
-	h.pdb(mkPDB("everything", &metav1.LabelSelector{}, oneLeft))
+	h.pdb(webPDB("everything", oneLeft).Selector(&metav1.LabelSelector{}).Obj())
 	if got := visited(h.c, ns, podLabels); got != base+1 {
 		t.Fatalf("an empty selector must be visited: visited %d, want %d", got, base+1)
 	}
@@ -61,25 +61,25 @@ func TestLookupCostIgnoresUnrelatedBudgets(t *testing.T) {
 
 func TestIndexFollowsSelectorChangesAndDeletes(t *testing.T) {
 	h := newHarness(t)
-	p := mkPDB("web", appWeb(), exhausted)
+	p := webPDB("web", exhausted).Obj()
 	h.add(p)
-	mustDeny(t, h.c.Decide(mkPod("a"), OperationEvict), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationEvict), ReasonInsufficientBudget)
 	moved := p.DeepCopy()
 	moved.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
 	h.pdb(moved)
-	mustAllow(t, h.c.Decide(mkPod("a"), OperationEvict))
+	mustAllow(t, h.c.Decide(webPod("a").Obj(), OperationEvict))
 	h.pdb(p)
-	mustDeny(t, h.c.Decide(mkPod("a"), OperationEvict), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationEvict), ReasonInsufficientBudget)
 	h.c.onPDB(p, true)
-	mustAllow(t, h.c.Decide(mkPod("a"), OperationEvict))
+	mustAllow(t, h.c.Decide(webPod("a").Obj(), OperationEvict))
 	if n := h.c.Budgets()[KindPDB]; n != 0 {
 		t.Fatalf("%d PDBs still indexed after delete", n)
 	}
-	pub := mkPUB("web", exhausted, pubTarget("apps/v1", "StatefulSet", "db"))
-	h.add(statefulSet("db"), pub)
-	pod := mkPod("a", ownedBy("apps/v1", "StatefulSet", "db"))
+	dbPUB := pub("web", exhausted).TargetRef("apps/v1", "StatefulSet", "db").Obj()
+	h.add(testobj.MakeStatefulSet().Namespace(ns).Name("db").UID("uid-db").Obj(), dbPUB)
+	pod := webPod("a").OwnedBy("apps/v1", "StatefulSet", "db", testobj.UIDOf("db")).Obj()
 	mustDeny(t, h.c.Decide(pod, OperationEvict), ReasonInsufficientBudget)
-	h.c.onPUB(pub, true)
+	h.c.onPUB(dbPUB, true)
 	mustAllow(t, h.c.Decide(pod, OperationEvict))
 	if n := h.c.Budgets()[KindPUB]; n != 0 {
 		t.Fatalf("%d PUBs still indexed after delete", n)
@@ -94,8 +94,8 @@ func TestInformersFeedTheCache(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())), 30*time.Second)
 	defer cancel()
-	client := fake.NewClientset(mkPDB("web", appWeb(), oneLeft), statefulSet("db"))
-	kclient := kruisefake.NewSimpleClientset(mkPUB("db", exhausted, pubTarget("apps/v1", "StatefulSet", "db")))
+	client := fake.NewClientset(webPDB("web", oneLeft).Obj(), testobj.MakeStatefulSet().Namespace(ns).Name("db").UID("uid-db").Obj())
+	kclient := kruisefake.NewSimpleClientset(pub("db", exhausted).TargetRef("apps/v1", "StatefulSet", "db").Obj())
 	factory := informers.NewSharedInformerFactory(client, 0)
 	kf := kruiseinformers.NewSharedInformerFactory(kclient, 0)
 	disc := &fakediscovery.FakeDiscovery{Fake: &kclient.Fake}
@@ -112,15 +112,15 @@ func TestInformersFeedTheCache(t *testing.T) {
 	if !c.PUBEnabled() {
 		t.Fatal("PUB support must be on when the API is served")
 	}
-	mustAllow(t, c.Decide(mkPod("a"), OperationEvict))
-	mustDeny(t, c.Decide(mkPod("b", labelsOf(), ownedBy("apps/v1", "StatefulSet", "db")), OperationEvict), ReasonInsufficientBudget)
+	mustAllow(t, c.Decide(webPod("a").Obj(), OperationEvict))
+	mustDeny(t, c.Decide(testobj.RunningPod(ns, "b").OwnedBy("apps/v1", "StatefulSet", "db", testobj.UIDOf("db")).Obj(), OperationEvict), ReasonInsufficientBudget)
 
 	// A status update through the API reaches the decision.
-	_, err = client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, mkPDB("web", appWeb(), exhausted), metav1.UpdateOptions{})
+	_, err = client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, webPDB("web", exhausted).Obj(), metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for c.Decide(mkPod("a"), OperationEvict).Allowed {
+	for c.Decide(webPod("a").Obj(), OperationEvict).Allowed {
 		if ctx.Err() != nil {
 			t.Fatal("status update never reached the cache")
 		}
@@ -147,13 +147,13 @@ func TestPUBSupportOffWhenAPINotServed(t *testing.T) {
 	}
 	// Everything else still works: PDB decisions.
 	h := &harness{t: t, factory: factory, c: c}
-	h.add(mkPDB("web", appWeb(), exhausted))
-	mustDeny(t, c.Decide(mkPod("a"), OperationEvict), ReasonInsufficientBudget)
+	h.add(webPDB("web", exhausted).Obj())
+	mustDeny(t, c.Decide(webPod("a").Obj(), OperationEvict), ReasonInsufficientBudget)
 }
 
 func TestObservedResourceVersion(t *testing.T) {
 	h := newHarness(t)
-	p := mkPDB("web", nil, oneLeft) // not indexed, but observed
+	p := webPDB("web", oneLeft).Selector(nil).Obj() // not indexed, but observed
 	p.ResourceVersion = "41"
 	h.pdb(p)
 	if v, ok := h.c.ObservedResourceVersion(KindPDB, ns, "web"); !ok || v != "41" {

@@ -16,7 +16,7 @@ func TestConcurrentDecidersNeverOverspend(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		h := newHarness(t)
 		status := pdbStatus{healthy: 100, desired: 100 - allowed, allowed: allowed}
-		h.add(mkPDB("web", appWeb(), status))
+		h.add(webPDB("web", status).Obj())
 
 		var granted atomic.Int32
 		var wg sync.WaitGroup
@@ -27,15 +27,15 @@ func TestConcurrentDecidersNeverOverspend(t *testing.T) {
 				for i := 0; i < 6; i++ {
 					name := fmt.Sprintf("p-%d-%d", g, i)
 					if g%2 == 0 {
-						d, r := h.c.Reserve(mkPod(name), OperationEvict)
+						d, r := h.c.Reserve(webPod(name).Obj(), OperationEvict)
 						if d.Allowed && r != nil {
 							granted.Add(1)
 						}
 						continue
 					}
 					p := h.c.NewPlan(OperationDelete)
-					p.Add(mkPod(name + "-x"))
-					p.Add(mkPod(name + "-y"))
+					p.Add(webPod(name + "-x").Obj())
+					p.Add(webPod(name + "-y").Obj())
 					if r, err := p.Reserve(); err == nil && r != nil {
 						granted.Add(int32(len(p.Pods())))
 					}
@@ -47,9 +47,9 @@ func TestConcurrentDecidersNeverOverspend(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				h.pdb(mkPDB("web", appWeb(), status))
-				h.podEvent(mkPod(fmt.Sprintf("other-%d", i)), i%2 == 0)
-				_ = h.c.Decide(mkPod("observer"), OperationEvict)
+				h.pdb(webPDB("web", status).Obj())
+				h.podEvent(webPod(fmt.Sprintf("other-%d", i)).Obj(), i%2 == 0)
+				_ = h.c.Decide(webPod("observer").Obj(), OperationEvict)
 			}
 		}()
 		wg.Wait()

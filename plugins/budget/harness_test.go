@@ -12,13 +12,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 const ns = "shop"
@@ -76,150 +74,20 @@ func (h *harness) add(objs ...any) {
 	}
 }
 
-// podOpt modifies a test pod.
-type podOpt func(*v1.Pod)
+// webPod is a running, ready pod of app web in ns, with UID "uid-"+name.
+func webPod(name string) *testobj.PodWrapper { return testobj.RunningPod(ns, name).Label("app", "web") }
 
-func mkPod(name string, opts ...podOpt) *v1.Pod {
-	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}},
-		Status: v1.PodStatus{
-			Phase:      v1.PodRunning,
-			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func labelsOf(kv ...string) podOpt {
-	return func(p *v1.Pod) {
-		p.Labels = map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			p.Labels[kv[i]] = kv[i+1]
-		}
-	}
-}
-func notReady(p *v1.Pod) { p.Status.Conditions[0].Status = v1.ConditionFalse }
-func phase(ph v1.PodPhase) podOpt {
-	return func(p *v1.Pod) { p.Status.Phase = ph }
-}
-func terminating(p *v1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(epoch)) }
-func annotate(k, v string) podOpt {
-	return func(p *v1.Pod) {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[k] = v
-	}
-}
-func ownedBy(apiVersion, kind, name string) podOpt {
-	return func(p *v1.Pod) {
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true)}}
-	}
-}
-
-// pdbStatus is healthy/desired/allowed, the numbers operators read.
+// pdbStatus is healthy/desired/allowed, the numbers operators read; for a
+// PUB, available/desired/allowed.
 type pdbStatus struct{ healthy, desired, allowed int32 }
 
-type pdbOpt func(*policyv1.PodDisruptionBudget)
-
-func mkPDB(name string, sel *metav1.LabelSelector, st pdbStatus, opts ...pdbOpt) *policyv1.PodDisruptionBudget {
-	p := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-pdb-" + name), Generation: 1},
-		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: sel, MinAvailable: ptr.To(intstr.FromInt32(st.desired))},
-		Status: policyv1.PodDisruptionBudgetStatus{
-			ObservedGeneration: 1,
-			CurrentHealthy:     st.healthy,
-			DesiredHealthy:     st.desired,
-			DisruptionsAllowed: st.allowed,
-			ExpectedPods:       st.healthy,
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+// webPDB is a PDB in ns that selects app web, with minAvailable st.desired
+// and an up-to-date status st.
+func webPDB(name string, st pdbStatus) *testobj.PDBWrapper {
+	return testobj.MakePDB().Namespace(ns).Name(name).UID("uid-pdb-"+name).Generation(1).MatchLabels("app", "web").MinAvailable(st.desired).Status(st.healthy, st.desired, st.allowed)
 }
 
-func policy(p policyv1.UnhealthyPodEvictionPolicyType) pdbOpt {
-	return func(b *policyv1.PodDisruptionBudget) { b.Spec.UnhealthyPodEvictionPolicy = &p }
-}
-func disrupted(names ...string) pdbOpt {
-	return func(b *policyv1.PodDisruptionBudget) {
-		if b.Status.DisruptedPods == nil {
-			b.Status.DisruptedPods = map[string]metav1.Time{}
-		}
-		for _, n := range names {
-			b.Status.DisruptedPods[n] = metav1.NewTime(epoch)
-		}
-	}
-}
-
-func appWeb() *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
-}
-
-type pubOpt func(*kruisepolicy.PodUnavailableBudget)
-
-// mkPUB builds a PUB with status available/desired/allowed.
-func mkPUB(name string, st pdbStatus, opts ...pubOpt) *kruisepolicy.PodUnavailableBudget {
-	p := &kruisepolicy.PodUnavailableBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-pub-" + name), Generation: 1},
-		Status: kruisepolicy.PodUnavailableBudgetStatus{
-			ObservedGeneration: 1,
-			CurrentAvailable:   st.healthy,
-			DesiredAvailable:   st.desired,
-			UnavailableAllowed: st.allowed,
-			TotalReplicas:      st.healthy,
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func pubSelector(sel *metav1.LabelSelector) pubOpt {
-	return func(p *kruisepolicy.PodUnavailableBudget) { p.Spec.Selector = sel }
-}
-func pubTarget(apiVersion, kind, name string) pubOpt {
-	return func(p *kruisepolicy.PodUnavailableBudget) {
-		p.Spec.TargetReference = &kruisepolicy.TargetReference{APIVersion: apiVersion, Kind: kind, Name: name}
-	}
-}
-func pubAnnotate(k, v string) pubOpt {
-	return func(p *kruisepolicy.PodUnavailableBudget) {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[k] = v
-	}
-}
-func pubRecorded(disruptedPod, unavailablePod string) pubOpt {
-	return func(p *kruisepolicy.PodUnavailableBudget) {
-		if disruptedPod != "" {
-			p.Status.DisruptedPods = map[string]metav1.Time{disruptedPod: metav1.NewTime(epoch)}
-		}
-		if unavailablePod != "" {
-			p.Status.UnavailablePods = map[string]metav1.Time{unavailablePod: metav1.NewTime(epoch)}
-		}
-	}
-}
-
-func replicaSet(name, deployment string) *appsv1.ReplicaSet {
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}}
-	if deployment != "" {
-		rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment, UID: types.UID("uid-" + deployment), Controller: ptr.To(true)}}
-	}
-	return rs
-}
-
-func deployment(name string) *appsv1.Deployment {
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}}
-}
-
-func statefulSet(name string) *appsv1.StatefulSet {
-	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}}
+// pub is a PUB in ns that selects no pod, with an up-to-date status st.
+func pub(name string, st pdbStatus) *testobj.PUBWrapper {
+	return testobj.MakePUB().Namespace(ns).Name(name).UID("uid-pub-"+name).Generation(1).Status(st.healthy, st.desired, st.allowed)
 }

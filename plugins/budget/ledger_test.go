@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func mustAllow(t *testing.T, d Decision) {
@@ -25,17 +23,17 @@ func mustDeny(t *testing.T, d Decision, r Reason) {
 
 func TestPlanSpendsCumulatively(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), pdbStatus{healthy: 4, desired: 2, allowed: 2}))
+	h.add(webPDB("web", pdbStatus{healthy: 4, desired: 2, allowed: 2}).Obj())
 	p := h.c.NewPlan(OperationDelete)
-	mustAllow(t, p.Add(mkPod("a")))
-	mustAllow(t, p.Add(mkPod("b")))
-	d := p.Add(mkPod("c"))
+	mustAllow(t, p.Add(webPod("a").Obj()))
+	mustAllow(t, p.Add(webPod("b").Obj()))
+	d := p.Add(webPod("c").Obj())
 	mustDeny(t, d, ReasonInsufficientBudget)
 	if want := "2 in flight"; !strings.Contains(d.Message(), want) {
 		t.Errorf("message %q should count the plan's earlier victims (%q)", d.Message(), want)
 	}
 	// A plan reserves nothing until Reserve.
-	mustAllow(t, h.c.Decide(mkPod("c"), OperationDelete))
+	mustAllow(t, h.c.Decide(webPod("c").Obj(), OperationDelete))
 	r, err := p.Reserve()
 	if err != nil {
 		t.Fatal(err)
@@ -43,17 +41,17 @@ func TestPlanSpendsCumulatively(t *testing.T) {
 	if got := h.c.InFlight(); got != 2 {
 		t.Fatalf("in flight after Reserve = %d, want 2", got)
 	}
-	mustDeny(t, h.c.Decide(mkPod("c"), OperationDelete), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("c").Obj(), OperationDelete), ReasonInsufficientBudget)
 	r.Cancel()
-	mustAllow(t, h.c.Decide(mkPod("c"), OperationDelete))
+	mustAllow(t, h.c.Decide(webPod("c").Obj(), OperationDelete))
 }
 
 func TestPlanReserveRechecksAgainstTheLedger(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), oneLeft))
+	h.add(webPDB("web", oneLeft).Obj())
 	p1, p2 := h.c.NewPlan(OperationEvict), h.c.NewPlan(OperationEvict)
-	mustAllow(t, p1.Add(mkPod("a")))
-	mustAllow(t, p2.Add(mkPod("b")))
+	mustAllow(t, p1.Add(webPod("a").Obj()))
+	mustAllow(t, p2.Add(webPod("b").Obj()))
 	if _, err := p1.Reserve(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +67,17 @@ func TestPlanReserveRechecksAgainstTheLedger(t *testing.T) {
 
 func TestReservationOutlivesTheCall(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), oneLeft))
-	d, r := h.c.Reserve(mkPod("a"), OperationEvict)
+	h.add(webPDB("web", oneLeft).Obj())
+	d, r := h.c.Reserve(webPod("a").Obj(), OperationEvict)
 	mustAllow(t, d)
 	if r == nil {
 		t.Fatal("an allowed spend must return a reservation")
 	}
-	mustDeny(t, h.c.Decide(mkPod("b"), OperationEvict), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("b").Obj(), OperationEvict), ReasonInsufficientBudget)
 	h.clock.Step(DefaultReservationTTL - time.Millisecond)
-	mustDeny(t, h.c.Decide(mkPod("b"), OperationEvict), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("b").Obj(), OperationEvict), ReasonInsufficientBudget)
 	// Deciding again about the pod already reserved spends nothing new.
-	d = h.c.Decide(mkPod("a"), OperationEvict)
+	d = h.c.Decide(webPod("a").Obj(), OperationEvict)
 	if !d.Free() {
 		t.Fatalf("the reserved pod itself must be free to decide again, got %+v", d)
 	}
@@ -87,38 +85,36 @@ func TestReservationOutlivesTheCall(t *testing.T) {
 
 func TestReservationEndsWhenStatusRecordsTheDisruption(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), oneLeft))
-	_, r := h.c.Reserve(mkPod("a"), OperationEvict)
+	h.add(webPDB("web", oneLeft).Obj())
+	_, r := h.c.Reserve(webPod("a").Obj(), OperationEvict)
 	if r == nil {
 		t.Fatal("no reservation")
 	}
 	// An unrelated status update keeps it.
-	h.pdb(mkPDB("web", appWeb(), oneLeft))
+	h.pdb(webPDB("web", oneLeft).Obj())
 	if h.c.InFlight() != 1 {
 		t.Fatal("an update that does not record the pod must not end the reservation")
 	}
 	// The API server's eviction records the pod and decrements.
-	h.pdb(mkPDB("web", appWeb(), pdbStatus{healthy: 3, desired: 2, allowed: 0}, disrupted("a")))
+	h.pdb(webPDB("web", pdbStatus{healthy: 3, desired: 2, allowed: 0}).Disrupted(epoch, "a").Obj())
 	if got := h.c.InFlight(); got != 0 {
 		t.Fatalf("in flight = %d after the status recorded the pod, want 0", got)
 	}
-	mustDeny(t, h.c.Decide(mkPod("b"), OperationEvict), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("b").Obj(), OperationEvict), ReasonInsufficientBudget)
 }
 
 func TestReservationOfAnAlreadyRecordedPodWaitsForANewRecord(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), oneLeft, disrupted("a")))
-	_, r := h.c.Reserve(mkPod("a"), OperationEvict)
+	h.add(webPDB("web", oneLeft).Disrupted(epoch, "a").Obj())
+	_, r := h.c.Reserve(webPod("a").Obj(), OperationEvict)
 	if r == nil {
 		t.Fatal("an eviction of a recorded pod is charged again and must be reserved")
 	}
-	h.pdb(mkPDB("web", appWeb(), oneLeft, disrupted("a")))
+	h.pdb(webPDB("web", oneLeft).Disrupted(epoch, "a").Obj())
 	if h.c.InFlight() != 1 {
 		t.Fatal("the old DisruptedPods record must not end the new reservation")
 	}
-	again := mkPDB("web", appWeb(), pdbStatus{3, 2, 0})
-	again.Status.DisruptedPods = map[string]metav1.Time{"a": metav1.NewTime(epoch.Add(time.Second))}
-	h.pdb(again)
+	h.pdb(webPDB("web", pdbStatus{3, 2, 0}).Disrupted(epoch.Add(time.Second), "a").Obj())
 	if h.c.InFlight() != 0 {
 		t.Fatal("a new DisruptedPods record must end the reservation")
 	}
@@ -126,25 +122,25 @@ func TestReservationOfAnAlreadyRecordedPodWaitsForANewRecord(t *testing.T) {
 
 func TestReservationEndsWhenPodNotDisrupted(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), oneLeft))
-	h.c.Reserve(mkPod("a"), OperationEvict)
+	h.add(webPDB("web", oneLeft).Obj())
+	h.c.Reserve(webPod("a").Obj(), OperationEvict)
 	h.clock.Step(DefaultReservationTTL)
-	mustAllow(t, h.c.Decide(mkPod("b"), OperationEvict))
+	mustAllow(t, h.c.Decide(webPod("b").Obj(), OperationEvict))
 }
 
 func TestReservationCancel(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), pdbStatus{4, 2, 2}))
+	h.add(webPDB("web", pdbStatus{4, 2, 2}).Obj())
 	p := h.c.NewPlan(OperationEvict)
-	p.Add(mkPod("a"))
-	p.Add(mkPod("b"))
+	p.Add(webPod("a").Obj())
+	p.Add(webPod("b").Obj())
 	r, err := p.Reserve()
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustDeny(t, h.c.Decide(mkPod("c"), OperationEvict), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("c").Obj(), OperationEvict), ReasonInsufficientBudget)
 	r.CancelPod(ns, "a")
-	mustAllow(t, h.c.Decide(mkPod("c"), OperationEvict))
+	mustAllow(t, h.c.Decide(webPod("c").Obj(), OperationEvict))
 	if h.c.InFlight() != 1 {
 		t.Fatalf("CancelPod must end only that pod's entries, in flight = %d", h.c.InFlight())
 	}
@@ -152,48 +148,47 @@ func TestReservationCancel(t *testing.T) {
 
 func TestReservationOfGonePodEndsAfterRecomputedStatus(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), oneLeft))
-	h.c.Reserve(mkPod("a"), OperationDelete)
+	h.add(webPDB("web", oneLeft).Obj())
+	h.c.Reserve(webPod("a").Obj(), OperationDelete)
 	h.clock.Step(100 * time.Millisecond)
-	h.podEvent(mkPod("a", terminating), false)
+	h.podEvent(webPod("a").Terminating(epoch).Obj(), false)
 
 	// A status computed before the pod went can arrive just after we saw it
 	// go: it still counts the pod as healthy. It must not end the entry.
 	h.clock.Step(10 * time.Millisecond)
-	h.pdb(mkPDB("web", appWeb(), oneLeft))
-	mustDeny(t, h.c.Decide(mkPod("b"), OperationDelete), ReasonInsufficientBudget)
+	h.pdb(webPDB("web", oneLeft).Obj())
+	mustDeny(t, h.c.Decide(webPod("b").Obj(), OperationDelete), ReasonInsufficientBudget)
 
 	// The recomputed status lands; once the settle delay has passed since
 	// the pod went, the status is trusted and the entry ends.
 	h.clock.Step(50 * time.Millisecond)
-	h.pdb(mkPDB("web", appWeb(), pdbStatus{healthy: 2, desired: 2, allowed: 0}))
+	h.pdb(webPDB("web", pdbStatus{healthy: 2, desired: 2, allowed: 0}).Obj())
 	h.clock.Step(DefaultSettleDelay)
 	if got := h.c.ledger.inflight(budgetKey{KindPDB, ns, "web"}, h.clock.Now()); got != 0 {
 		t.Fatalf("in flight = %d after the recomputed status settled, want 0", got)
 	}
-	mustDeny(t, h.c.Decide(mkPod("b"), OperationDelete), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("b").Obj(), OperationDelete), ReasonInsufficientBudget)
 	// The replacement becomes ready: the budget is back.
-	h.pdb(mkPDB("web", appWeb(), oneLeft))
-	mustAllow(t, h.c.Decide(mkPod("b"), OperationDelete))
+	h.pdb(webPDB("web", oneLeft).Obj())
+	mustAllow(t, h.c.Decide(webPod("b").Obj(), OperationDelete))
 }
 
 func TestReservationOfGonePodHeldWithoutStatusUntilMaxHold(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), oneLeft))
-	h.c.Reserve(mkPod("a"), OperationDelete)
-	h.podEvent(mkPod("a"), true)
+	h.add(webPDB("web", oneLeft).Obj())
+	h.c.Reserve(webPod("a").Obj(), OperationDelete)
+	h.podEvent(webPod("a").Obj(), true)
 	h.clock.Step(DefaultReservationTTL + DefaultSettleDelay)
-	mustDeny(t, h.c.Decide(mkPod("b"), OperationDelete), ReasonInsufficientBudget)
+	mustDeny(t, h.c.Decide(webPod("b").Obj(), OperationDelete), ReasonInsufficientBudget)
 	h.clock.Step(DefaultMaxHold)
-	mustAllow(t, h.c.Decide(mkPod("b"), OperationDelete))
+	mustAllow(t, h.c.Decide(webPod("b").Obj(), OperationDelete))
 }
 
 func TestRecreatedPodDoesNotInheritReservation(t *testing.T) {
 	h := newHarness(t)
-	h.add(mkPDB("web", appWeb(), pdbStatus{4, 2, 2}))
-	h.c.Reserve(mkPod("a"), OperationDelete)
-	again := mkPod("a")
-	again.UID = "uid-a-2"
+	h.add(webPDB("web", pdbStatus{4, 2, 2}).Obj())
+	h.c.Reserve(webPod("a").Obj(), OperationDelete)
+	again := webPod("a").UID("uid-a-2").Obj()
 	// The new pod of the same name is a different pod: it spends.
 	d := h.c.Decide(again, OperationDelete)
 	if !d.Allowed || len(d.Spends) != 1 {
@@ -203,12 +198,12 @@ func TestRecreatedPodDoesNotInheritReservation(t *testing.T) {
 
 func TestBudgetDeletionForgetsItsReservations(t *testing.T) {
 	h := newHarness(t)
-	p := mkPDB("web", appWeb(), oneLeft)
+	p := webPDB("web", oneLeft).Obj()
 	h.add(p)
-	h.c.Reserve(mkPod("a"), OperationDelete)
+	h.c.Reserve(webPod("a").Obj(), OperationDelete)
 	h.c.onPDB(p, true)
 	if h.c.InFlight() != 0 {
 		t.Fatal("deleting a budget must drop its reservations")
 	}
-	mustAllow(t, h.c.Decide(mkPod("b"), OperationDelete))
+	mustAllow(t, h.c.Decide(webPod("b").Obj(), OperationDelete))
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/testutil"
 )
 
@@ -15,14 +14,14 @@ func TestGaugesReportLedgerAndBudgetsPerComponent(t *testing.T) {
 	defer cancel()
 
 	sched := newHarness(t)
-	sched.add(mkPDB("web", appWeb(), pdbStatus{healthy: 3, desired: 1, allowed: 2}),
-		mkPDB("db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, pdbStatus{healthy: 3, desired: 2, allowed: 1}),
-		mkPUB("web", pdbStatus{healthy: 3, desired: 1, allowed: 2}, pubSelector(appWeb())))
-	if d, r := sched.c.Reserve(mkPod("a"), OperationEvict); !d.Allowed || r == nil {
+	sched.add(webPDB("web", pdbStatus{healthy: 3, desired: 1, allowed: 2}).Obj(),
+		webPDB("db", pdbStatus{healthy: 3, desired: 2, allowed: 1}).MatchLabels("app", "db").Obj(),
+		pub("web", pdbStatus{healthy: 3, desired: 1, allowed: 2}).MatchLabels("app", "web").Obj())
+	if d, r := sched.c.Reserve(webPod("a").Obj(), OperationEvict); !d.Allowed || r == nil {
 		t.Fatalf("reserve a: %+v", d)
 	}
 	desched := newHarness(t)
-	desched.add(mkPDB("web", appWeb(), pdbStatus{healthy: 3, desired: 2, allowed: 1}))
+	desched.add(webPDB("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).Obj())
 	cc.add(ctx, sched.c, "scheduler")
 	cc.add(ctx, desched.c, "descheduler")
 

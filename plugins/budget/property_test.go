@@ -12,8 +12,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
 var (
@@ -109,19 +110,14 @@ func (m *model) deliver(object string, fn func()) {
 }
 
 func (m *model) podObject(p *mPod) *v1.Pod {
-	pod := mkPod(p.name)
-	pod.UID = p.uid
-	pod.Labels = map[string]string{}
+	pod := testobj.RunningPod(ns, p.name).UID(string(p.uid)).Ready(p.ready)
 	if p.budget >= 0 {
-		pod.Labels["app"] = m.budgets[p.budget].name
-	}
-	if !p.ready {
-		notReady(pod)
+		pod.Label("app", m.budgets[p.budget].name)
 	}
 	if p.terminating {
-		terminating(pod)
+		pod.Terminating(epoch)
 	}
-	return pod
+	return pod.Obj()
 }
 
 func (m *model) podChanged(p *mPod) {
@@ -160,10 +156,8 @@ func (m *model) write(b *mBudget, v *mVersion) {
 }
 
 func (m *model) pdbObject(b *mBudget, st policyv1.PodDisruptionBudgetStatus) *policyv1.PodDisruptionBudget {
-	p := mkPDB(b.name, &metav1.LabelSelector{MatchLabels: map[string]string{"app": b.name}}, pdbStatus{})
-	p.Generation = b.generation
-	p.Spec.MinAvailable = ptr.To(intstr.FromInt32(b.minAvailable))
-	p.Spec.UnhealthyPodEvictionPolicy = b.policy
+	p := testobj.MakePDB().Namespace(ns).Name(b.name).UID("uid-pdb-"+b.name).Generation(b.generation).
+		MatchLabels("app", b.name).MinAvailable(b.minAvailable).UnhealthyPodEvictionPolicy(ptr.Deref(b.policy, "")).Obj()
 	p.Status = st
 	return p
 }
