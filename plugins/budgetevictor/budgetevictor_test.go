@@ -7,10 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -20,98 +17,44 @@ import (
 	"k8s.io/utils/ptr"
 	frameworkfake "sigs.k8s.io/descheduler/pkg/framework/fake"
 
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
 const ns = "shop"
 
-type podOpt func(*v1.Pod)
-
-func makePod(name string, opts ...podOpt) *v1.Pod {
-	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}},
-		Spec:       v1.PodSpec{NodeName: "n1"},
-		Status: v1.PodStatus{
-			Phase:      v1.PodRunning,
-			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+// webPod is a running, ready pod of app web in ns on node n1, with UID
+// "uid-"+name.
+func webPod(name string) *testobj.PodWrapper {
+	return testobj.RunningPod(ns, name).Label("app", "web").Node("n1")
 }
 
-func labels(kv ...string) podOpt {
-	return func(p *v1.Pod) {
-		p.Labels = map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			p.Labels[kv[i]] = kv[i+1]
-		}
-	}
-}
-
-func annotation(k, v string) podOpt {
-	return func(p *v1.Pod) {
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Annotations[k] = v
-	}
-}
-
-func notReady(p *v1.Pod) { p.Status.Conditions[0].Status = v1.ConditionFalse }
-
-type pdbOpt func(*policyv1.PodDisruptionBudget)
-
-func makePDB(name string, allowed int32, opts ...pdbOpt) *policyv1.PodDisruptionBudget {
-	p := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-pdb-" + name), Generation: 1},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		},
-		Status: policyv1.PodDisruptionBudgetStatus{
-			ObservedGeneration: 1,
-			DisruptionsAllowed: allowed,
-			CurrentHealthy:     3,
-			DesiredHealthy:     3 - allowed,
-			ExpectedPods:       3,
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func policy(pol string) pdbOpt {
-	return func(p *policyv1.PodDisruptionBudget) {
-		p.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.UnhealthyPodEvictionPolicyType(pol))
-	}
+// webPDB is a PDB in ns that selects app web, with maxUnavailable 1 and an
+// up-to-date status: 3 healthy pods, allowed disruptions allowed.
+func webPDB(name string, allowed int32) *testobj.PDBWrapper {
+	return testobj.MakePDB().Namespace(ns).Name(name).UID("uid-pdb-"+name).Generation(1).MatchLabels("app", "web").MaxUnavailable(1).Status(3, 3-allowed, allowed)
 }
 
 // newPlugin builds the plugin the way the descheduler does, on a fake
 // client holding objs, and starts the informers.
 func newPlugin(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, objs ...runtime.Object) *BudgetAwareEvictor {
 	t.Helper()
-	p, _ := newPluginWith(t, args, opts, nil, objs...)
-	return p
+	client := fake.NewClientset(objs...)
+	return pluginOn(t, args, opts, client, client)
 }
 
-// newPluginWith is newPlugin whose handle hands out evictClient (the client
-// the descheduler would evict with) instead of the fake, when it is set. It
-// also returns the fake that feeds the informers.
-func newPluginWith(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, evictClient kubernetes.Interface, objs ...runtime.Object) (*BudgetAwareEvictor, *fake.Clientset) {
+// pluginOn builds the plugin on a handle whose informers list from client
+// and whose clientset, the one the descheduler evicts with, is evictClient,
+// and starts the informers.
+func pluginOn(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, client *fake.Clientset, evictClient kubernetes.Interface) *BudgetAwareEvictor {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: factory}
-	if evictClient != nil {
-		handle.ClientsetImpl = evictClient
-	}
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	handle := &frameworkfake.HandleImpl{ClientsetImpl: evictClient, SharedInformerFactoryImpl: factory}
 	if args == nil {
 		args = &BudgetAwareEvictorArgs{}
 	}
@@ -120,15 +63,11 @@ func newPluginWith(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, evi
 		t.Fatalf("NewBuilder: %v", err)
 	}
 	factory.Start(ctx.Done())
-	t.Cleanup(func() {
-		cancel()
-		factory.Shutdown()
-	})
 	p := pl.(*BudgetAwareEvictor)
 	if !p.cache.WaitForCacheSync(ctx) {
 		t.Fatal("budget cache did not sync")
 	}
-	return p, client
+	return p
 }
 
 func TestFilter(t *testing.T) {
@@ -140,46 +79,46 @@ func TestFilter(t *testing.T) {
 		want   bool
 		reason string
 	}{
-		{name: "no budget", pod: makePod("a"), want: true},
-		{name: "budget exhausted still passes Filter", pod: makePod("a"), objs: []runtime.Object{makePDB("web", 0)}, want: true},
+		{name: "no budget", pod: webPod("a").Obj(), want: true},
+		{name: "budget exhausted still passes Filter", pod: webPod("a").Obj(), objs: []runtime.Object{webPDB("web", 0).Obj()}, want: true},
 		{
 			name:   "several PDBs",
-			pod:    makePod("a"),
-			objs:   []runtime.Object{makePDB("web", 1), makePDB("web2", 1)},
+			pod:    webPod("a").Obj(),
+			objs:   []runtime.Object{webPDB("web", 1).Obj(), webPDB("web2", 1).Obj()},
 			reason: string(budget.ReasonMultiplePDBs),
 		},
 		{
 			name:   "unknown unhealthy-pod policy on a not-ready pod",
-			pod:    makePod("a", notReady),
-			objs:   []runtime.Object{makePDB("web", 1, policy("Sometimes"))},
+			pod:    webPod("a").Ready(false).Obj(),
+			objs:   []runtime.Object{webPDB("web", 1).UnhealthyPodEvictionPolicy("Sometimes").Obj()},
 			reason: string(budget.ReasonUnknownUnhealthyPodEvictionPolicy),
 		},
 		{
 			name: "unknown policy on a ready pod is a budget question, not a filter one",
-			pod:  makePod("a"),
-			objs: []runtime.Object{makePDB("web", 1, policy("Sometimes"))},
+			pod:  webPod("a").Obj(),
+			objs: []runtime.Object{webPDB("web", 1).UnhealthyPodEvictionPolicy("Sometimes").Obj()},
 			want: true,
 		},
 		{
 			name:   "safe-to-evict false",
-			pod:    makePod("a", annotation(budget.AnnotationSafeToEvict, "false")),
+			pod:    webPod("a").Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
 			reason: ReasonSafeToEvictFalse,
 		},
 		{
 			name: "safe-to-evict false, not honored",
 			args: &BudgetAwareEvictorArgs{HonorSafeToEvict: ptr.To(false)},
-			pod:  makePod("a", annotation(budget.AnnotationSafeToEvict, "false")),
+			pod:  webPod("a").Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
 			want: true,
 		},
 		{
 			name: "safe-to-evict true is just a pod",
-			pod:  makePod("a", annotation(budget.AnnotationSafeToEvict, "true")),
+			pod:  webPod("a").Annotation(budget.AnnotationSafeToEvict, "true").Obj(),
 			want: true,
 		},
 		{
 			name: "PDB of other pods",
-			pod:  makePod("a", labels("app", "db")),
-			objs: []runtime.Object{makePDB("web", 0)},
+			pod:  webPod("a").Label("app", "db").Obj(),
+			objs: []runtime.Object{webPDB("web", 0).Obj()},
 			want: true,
 		},
 	}
@@ -218,19 +157,11 @@ func TestPreEvictionFilterFreeDisruptions(t *testing.T) {
 		pdb  *policyv1.PodDisruptionBudget
 		want bool
 	}{
-		{name: "AlwaysAllow not-ready pod with budget 0", pod: makePod("a", notReady), pdb: makePDB("web", 0, policy("AlwaysAllow")), want: true},
-		{name: "IfHealthyBudget not-ready pod, app disrupted", pod: makePod("a", notReady), pdb: func() *policyv1.PodDisruptionBudget {
-			p := makePDB("web", 0, policy("IfHealthyBudget"))
-			p.Status.CurrentHealthy, p.Status.DesiredHealthy = 1, 2
-			return p
-		}(), want: false},
-		{name: "ready pod, budget 0", pod: makePod("a"), pdb: makePDB("web", 0), want: false},
-		{name: "stale status", pod: makePod("a"), pdb: func() *policyv1.PodDisruptionBudget {
-			p := makePDB("web", 1)
-			p.Generation = 2
-			return p
-		}(), want: false},
-		{name: "safe-to-evict false with budget", pod: makePod("a", annotation(budget.AnnotationSafeToEvict, "false")), pdb: makePDB("web", 3), want: false},
+		{name: "AlwaysAllow not-ready pod with budget 0", pod: webPod("a").Ready(false).Obj(), pdb: webPDB("web", 0).UnhealthyPodEvictionPolicy(policyv1.AlwaysAllow).Obj(), want: true},
+		{name: "IfHealthyBudget not-ready pod, app disrupted", pod: webPod("a").Ready(false).Obj(), pdb: webPDB("web", 0).UnhealthyPodEvictionPolicy(policyv1.IfHealthyBudget).Status(1, 2, 0).ExpectedPods(3).Obj(), want: false},
+		{name: "ready pod, budget 0", pod: webPod("a").Obj(), pdb: webPDB("web", 0).Obj(), want: false},
+		{name: "stale status", pod: webPod("a").Obj(), pdb: webPDB("web", 1).Generation(2).Obj(), want: false},
+		{name: "safe-to-evict false with budget", pod: webPod("a").Annotation(budget.AnnotationSafeToEvict, "false").Obj(), pdb: webPDB("web", 3).Obj(), want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,10 +185,10 @@ func TestUnsyncedCacheRefuses(t *testing.T) {
 	}
 	p := pl.(*BudgetAwareEvictor)
 	before := counter(t, extensionFilter, ReasonCacheNotSynced) + counter(t, extensionPreEvictionFilter, ReasonCacheNotSynced)
-	if p.Filter(makePod("a")) {
+	if p.Filter(webPod("a").Obj()) {
 		t.Error("Filter allowed a pod without a synced budget cache")
 	}
-	if p.PreEvictionFilter(makePod("a")) {
+	if p.PreEvictionFilter(webPod("a").Obj()) {
 		t.Error("PreEvictionFilter allowed a pod without a synced budget cache")
 	}
 	after := counter(t, extensionFilter, ReasonCacheNotSynced) + counter(t, extensionPreEvictionFilter, ReasonCacheNotSynced)
@@ -269,7 +200,7 @@ func TestUnsyncedCacheRefuses(t *testing.T) {
 // The budget cache's gauges are on the descheduler's /metrics, labelled
 // with the component.
 func TestPluginExportsBudgetGauges(t *testing.T) {
-	newPlugin(t, nil, Options{}, makePDB("web", 1), makePDB("db", 1))
+	newPlugin(t, nil, Options{}, webPDB("web", 1).Obj(), webPDB("db", 1).Obj())
 	gauge := func() float64 {
 		mfs, err := legacyregistry.DefaultGatherer.Gather()
 		if err != nil {

@@ -46,7 +46,7 @@ func acceptEvictions(c *fake.Clientset) {
 func objects(pdb *policyv1.PodDisruptionBudget, pods ...string) []runtime.Object {
 	objs := []runtime.Object{pdb}
 	for _, n := range pods {
-		objs = append(objs, makePod(n))
+		objs = append(objs, webPod(n).Obj())
 	}
 	return objs
 }
@@ -58,14 +58,14 @@ func objects(pdb *policyv1.PodDisruptionBudget, pods ...string) []runtime.Object
 func TestListingSpendsNothingAndTheEvictionRequestReserves(t *testing.T) {
 	// The fake gets its accepting reactor before the plugin is built, as
 	// the dry run's fake cluster does, so the gate's reactor runs first.
-	client := fake.NewClientset(objects(makePDB("web", 1), "a", "b", "c")...)
+	client := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b", "c")...)
 	acceptEvictions(client)
-	p := pluginOn(t, client, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}})
+	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}}, client, client)
 	if !p.gated {
 		t.Fatal("the eviction gate was not installed on a fake clientset")
 	}
 	for _, n := range []string{"a", "b", "c"} {
-		if !p.PreEvictionFilter(makePod(n)) {
+		if !p.PreEvictionFilter(webPod(n).Obj()) {
 			t.Fatalf("PreEvictionFilter(%s) = false while listing, want true: listing must not spend the budget", n)
 		}
 	}
@@ -93,30 +93,9 @@ func TestListingSpendsNothingAndTheEvictionRequestReserves(t *testing.T) {
 	if _, err := client.CoreV1().Pods(ns).Get(ctx, "c", metav1.GetOptions{}); err != nil {
 		t.Errorf("refused pod c is gone from the cluster: %v", err)
 	}
-	if p.PreEvictionFilter(makePod("c")) {
+	if p.PreEvictionFilter(webPod("c").Obj()) {
 		t.Error("PreEvictionFilter(c) = true after b's eviction spent the only disruption")
 	}
-}
-
-func pluginOn(t *testing.T, client *fake.Clientset, opts Options) *BudgetAwareEvictor {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	factory := informers.NewSharedInformerFactory(client, 0)
-	handle := &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: factory}
-	pl, err := NewBuilder(opts)(ctx, &BudgetAwareEvictorArgs{}, handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	t.Cleanup(func() {
-		cancel()
-		factory.Shutdown()
-	})
-	p := pl.(*BudgetAwareEvictor)
-	if !p.cache.WaitForCacheSync(ctx) {
-		t.Fatal("budget cache did not sync")
-	}
-	return p
 }
 
 // fakeAPIServer answers evictions per pod name and counts the requests.
@@ -167,8 +146,8 @@ func TestGateOnARealClientset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := newPluginWith(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}}, real,
-		objects(makePDB("web", 2), "a", "b", "c", "d", "e", "f")...)
+	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}},
+		fake.NewClientset(objects(webPDB("web", 2).Obj(), "a", "b", "c", "d", "e", "f")...), real)
 	if !p.gated {
 		t.Fatal("the eviction gate was not installed on a real clientset")
 	}
@@ -206,7 +185,7 @@ func TestGateOnARealClientset(t *testing.T) {
 	if n := srv.evictions("e"); n != 0 {
 		t.Errorf("the server saw %d evictions of e, want 0: the gate refuses before the request is sent", n)
 	}
-	if p.PreEvictionFilter(makePod("f")) {
+	if p.PreEvictionFilter(webPod("f").Obj()) {
 		t.Error("PreEvictionFilter(f) = true while a and d hold the budget of 2")
 	}
 	// Other policy/v1 requests pass through untouched.
@@ -220,25 +199,25 @@ func TestGateOnARealClientset(t *testing.T) {
 // and a reservation whose eviction never happens ends after the TTL.
 func TestWithoutTheGatePreEvictionFilterReserves(t *testing.T) {
 	opaque := struct{ kubernetes.Interface }{fake.NewClientset()}
-	p, _ := newPluginWith(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: 100 * time.Millisecond}}, opaque, makePDB("web", 1))
+	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: 100 * time.Millisecond}}, fake.NewClientset(webPDB("web", 1).Obj()), opaque)
 	if p.gated {
 		t.Fatal("the gate claims to sit on a client it cannot wrap")
 	}
 	var got []bool
 	for _, n := range []string{"a", "b", "c"} {
-		got = append(got, p.PreEvictionFilter(makePod(n)))
+		got = append(got, p.PreEvictionFilter(webPod(n).Obj()))
 	}
 	if got[0] != true || got[1] != false || got[2] != false {
 		t.Fatalf("PreEvictionFilter over a, b, c = %v, want [true false false]", got)
 	}
 	// a is never evicted: its reservation must end and free the budget.
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return p.cache.Decide(makePod("b"), budget.OperationEvict).Allowed, nil
+		return p.cache.Decide(webPod("b").Obj(), budget.OperationEvict).Allowed, nil
 	})
 	if err != nil {
 		t.Fatalf("reservation of a never-evicted pod still holds the budget: %v", err)
 	}
-	if !p.PreEvictionFilter(makePod("b")) {
+	if !p.PreEvictionFilter(webPod("b").Obj()) {
 		t.Fatal("eviction of b refused after a's reservation ended")
 	}
 }
@@ -246,7 +225,7 @@ func TestWithoutTheGatePreEvictionFilterReserves(t *testing.T) {
 func TestProfilesShareOneLedgerAndOneGate(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := fake.NewClientset(objects(makePDB("web", 1), "a", "b")...)
+	client := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b")...)
 	acceptEvictions(client)
 	reactors := len(client.ReactionChain)
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -273,13 +252,13 @@ func TestProfilesShareOneLedgerAndOneGate(t *testing.T) {
 	if !pls[0].cache.WaitForCacheSync(ctx) {
 		t.Fatal("budget cache did not sync")
 	}
-	if !pls[0].PreEvictionFilter(makePod("a")) {
+	if !pls[0].PreEvictionFilter(webPod("a").Obj()) {
 		t.Fatal("first profile: eviction of a refused, want allowed")
 	}
 	if err := evict(ctx, client, "a"); err != nil {
 		t.Fatalf("eviction of a: %v", err)
 	}
-	if pls[1].PreEvictionFilter(makePod("b")) {
+	if pls[1].PreEvictionFilter(webPod("b").Obj()) {
 		t.Fatal("second profile: eviction of b allowed, but the first profile's eviction spent the only disruption")
 	}
 }
