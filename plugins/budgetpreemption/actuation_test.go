@@ -43,13 +43,10 @@ var _ preemption.ExecutorPreemptor = testPreemptor{}
 // candidate cannot spend the same budget; a failed actuation gives the
 // budget back.
 func TestActuationReservesAcrossCycles(t *testing.T) {
-	pods := []*v1.Pod{
-		pod("web-0", "n1", "web", 3, true).Obj(), pod("web-1", "n1", "web", 2, true).Obj(),
-		pod("web-2", "n1", "web", 1, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
-	}
+	pods := replicas("web", "n1", "web", true, 3, 2, 1, 0)
 	args := DefaultArgs()
 	args.Actuation = ActuationDelete
-	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{pdb("web", 4, 3, 1, nil)})
+	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 4, 3, 1).Obj()})
 	var deleted []string
 	fail := false
 	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
@@ -84,10 +81,10 @@ func TestActuationReservesAcrossCycles(t *testing.T) {
 // TestActuationFailureCancelsReservation: when the API server refuses a
 // victim, its reservation is cancelled at once.
 func TestActuationFailureCancelsReservation(t *testing.T) {
-	pods := []*v1.Pod{pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj()}
+	pods := replicas("web", "n1", "web", true, 0, 0)
 	args := DefaultArgs()
 	args.Actuation = ActuationDelete
-	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{pdb("web", 2, 1, 1, nil)})
+	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 2, 1, 1).Obj()})
 	e.pl.deletePod = func(context.Context, preemption.Candidate, preemption.ExecutorPreemptor, *v1.Pod, string) error {
 		return apierrors.NewTooManyRequests("simulated", 10)
 	}

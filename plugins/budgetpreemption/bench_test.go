@@ -8,14 +8,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
-	"k8s.io/utils/ptr"
 )
 
 // Benchmark size: nodes × pods per node × PDBs.
@@ -43,9 +40,7 @@ func benchSnapshot() ([]*v1.Node, []*v1.Pod, []*policyv1.PodDisruptionBudget) {
 	var pdbs []*policyv1.PodDisruptionBudget
 	per := int32(benchNodes * benchPodsPerNode / benchPDBs)
 	for a := range benchPDBs {
-		p := pdb(fmt.Sprintf("app-%02d", a), per, per-2, 2, nil)
-		p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
-		pdbs = append(pdbs, p)
+		pdbs = append(pdbs, appPDB(fmt.Sprintf("app-%02d", a), per, per-2, 2).Obj())
 	}
 	return nodes, pods, pdbs
 }
@@ -69,14 +64,7 @@ func benchmarkVictimSelection(b *testing.B, upstream bool) {
 		ev = dp.Evaluator
 	}
 	preemptor := preemptor("2", 100)
-	state := framework.NewCycleState()
-	if _, s, _ := e.fw.RunPreFilterPlugins(e.ctx, state, preemptor); !s.IsSuccess() {
-		b.Fatalf("PreFilter: %v", s)
-	}
-	nodeInfos, err := e.snapshot.NodeInfos().List()
-	if err != nil {
-		b.Fatal(err)
-	}
+	state, nodeInfos := e.preFilter(b, preemptor)
 	lister := e.fw.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	n := int32(len(nodeInfos))
 	b.ResetTimer()

@@ -2,6 +2,8 @@ package budgetpreemption
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -11,7 +13,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	clientsetfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
@@ -29,6 +30,7 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"k8s.io/utils/ptr"
 
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
@@ -96,9 +98,9 @@ func newEnv(t testing.TB, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pod
 	return &env{ctx: ctx, fw: fw, pl: pl, budgets: bc, snapshot: snapshot}
 }
 
-// preempt runs the dry run on every node and the Evaluator's choice. It
-// returns the victims per candidate node (sorted names) and the chosen node.
-func (e *env) preempt(t *testing.T, preemptor *v1.Pod) (map[string][]string, string) {
+// preFilter runs the PreFilter plugins for preemptor, and returns the cycle
+// state and the snapshot's nodes.
+func (e *env) preFilter(t testing.TB, preemptor *v1.Pod) (*framework.CycleState, []fwk.NodeInfo) {
 	t.Helper()
 	state := framework.NewCycleState()
 	if _, s, _ := e.fw.RunPreFilterPlugins(e.ctx, state, preemptor); !s.IsSuccess() {
@@ -108,6 +110,14 @@ func (e *env) preempt(t *testing.T, preemptor *v1.Pod) (map[string][]string, str
 	if err != nil {
 		t.Fatal(err)
 	}
+	return state, nodeInfos
+}
+
+// preempt runs the dry run on every node and the Evaluator's choice. It
+// returns the victims per candidate node (sorted names) and the chosen node.
+func (e *env) preempt(t *testing.T, preemptor *v1.Pod) (map[string][]string, string) {
+	t.Helper()
+	state, nodeInfos := e.preFilter(t, preemptor)
 	candidates, _, _ := e.pl.Evaluator.DryRunPreemption(e.ctx, state, preemptor, nodeInfos, nil, 0, int32(len(nodeInfos)))
 	got := map[string][]string{}
 	for _, c := range candidates {
@@ -149,20 +159,20 @@ func preemptor(cpu string, priority int32) *v1.Pod {
 		Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Obj()
 }
 
-// pdb is a PDB on app with an up-to-date status.
-func pdb(app string, healthy, desired, allowed int32, policy *policyv1.UnhealthyPodEvictionPolicyType) *policyv1.PodDisruptionBudget {
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app, Generation: 1},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable:             ptr.To(intstr.FromInt32(healthy - desired)),
-			Selector:                   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			UnhealthyPodEvictionPolicy: policy,
-		},
-		Status: policyv1.PodDisruptionBudgetStatus{
-			ObservedGeneration: 1, CurrentHealthy: healthy, DesiredHealthy: desired,
-			DisruptionsAllowed: allowed, ExpectedPods: healthy,
-		},
+// replicas are running 1-CPU pods <prefix>-0, <prefix>-1, ... of app on
+// nodeName, one a priority, Ready unless ready is false.
+func replicas(prefix, nodeName, app string, ready bool, priorities ...int32) []*v1.Pod {
+	var out []*v1.Pod
+	for i, p := range priorities {
+		out = append(out, pod(fmt.Sprintf("%s-%d", prefix, i), nodeName, app, p, ready).Obj())
 	}
+	return out
+}
+
+// appPDB is a PDB on app with maxUnavailable healthy-desired and an
+// up-to-date status.
+func appPDB(app string, healthy, desired, allowed int32) *testobj.PDBWrapper {
+	return testobj.MakePDB().Namespace(ns).Name(app).Generation(1).MatchLabels("app", app).MaxUnavailable(healthy-desired).Status(healthy, desired, allowed)
 }
 
 func TestSelectVictims(t *testing.T) {
@@ -176,13 +186,22 @@ func TestSelectVictims(t *testing.T) {
 
 	// The anchor of DESIGN.md: 4 Ready pods under maxUnavailable 1 fill a
 	// 4-CPU node; the preemptor needs 2 CPU.
-	anchorPods := func() []*v1.Pod {
-		return []*v1.Pod{
-			pod("web-0", "n1", "web", 3, true).Obj(), pod("web-1", "n1", "web", 2, true).Obj(),
-			pod("web-2", "n1", "web", 1, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
-		}
+	anchorPods := func() []*v1.Pod { return replicas("web", "n1", "web", true, 3, 2, 1, 0) }
+	anchorPDB := []*policyv1.PodDisruptionBudget{appPDB("web", 4, 3, 1).Obj()}
+	// Two Ready and two not-ready pods of web.
+	unhealthyPods := func() []*v1.Pod {
+		return slices.Concat(replicas("web", "n1", "web", true, 0, 0), []*v1.Pod{
+			pod("web-2", "n1", "web", 50, false).Obj(), pod("web-3", "n1", "web", 50, false).Obj(),
+		})
 	}
-	anchorPDB := []*policyv1.PodDisruptionBudget{pdb("web", 4, 3, 1, nil)}
+	// Two pods annotated safe-to-evict "false" below two batch pods.
+	keepPods := func() []*v1.Pod {
+		return slices.Concat([]*v1.Pod{
+			pod("keep-0", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
+			pod("keep-1", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
+		}, replicas("batch", "n1", "", true, 50, 50))
+	}
+	n1 := func() []*v1.Node { return []*v1.Node{node("n1")} }
 
 	tests := []struct {
 		name      string
@@ -192,30 +211,25 @@ func TestSelectVictims(t *testing.T) {
 		pdbs      []*policyv1.PodDisruptionBudget
 		preemptor *v1.Pod
 		// reserve is reserved in the ledger before the dry run.
-		reserve     []*v1.Pod
-		want        map[string][]string
-		wantBest    string
-		wantBlocked bool
+		reserve  []*v1.Pod
+		want     map[string][]string
+		wantBest string
 	}{
 		{
-			name:  "strict: a node that needs two victims of a budget of one is not a candidate",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			name: "strict: a node that needs two victims of a budget of one is not a candidate",
+			args: strict, nodes: n1(), pods: anchorPods(), pdbs: anchorPDB,
 			preemptor: preemptor("2", 100),
 			want:      map[string][]string{},
 		},
 		{
-			name:  "strict: one victim within the budget is chosen",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			name: "strict: one victim within the budget is chosen",
+			args: strict, nodes: n1(), pods: anchorPods(), pdbs: anchorPDB,
 			preemptor: preemptor("1", 100),
-			want:      map[string][]string{"n1": {"web-3"}},
-			wantBest:  "n1",
+			want:      map[string][]string{"n1": {"web-3"}}, wantBest: "n1",
 		},
 		{
-			name:  "strict: a disruption in flight in the ledger spends the budget",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			name: "strict: a disruption in flight in the ledger spends the budget",
+			args: strict, nodes: n1(), pods: anchorPods(), pdbs: anchorPDB,
 			preemptor: preemptor("1", 100),
 			// A pod of the same application on another node, whose
 			// disruption is in flight.
@@ -223,134 +237,81 @@ func TestSelectVictims(t *testing.T) {
 			want:    map[string][]string{},
 		},
 		{
-			name:  "best effort: the node is a candidate and the overspend is counted",
-			args:  bestEffort,
-			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			name: "best effort: the node is a candidate and the overspend is counted",
+			args: bestEffort, nodes: n1(), pods: anchorPods(), pdbs: anchorPDB,
 			preemptor: preemptor("2", 100),
-			want:      map[string][]string{"n1": {"web-2", "web-3"}},
-			wantBest:  "n1",
+			want:      map[string][]string{"n1": {"web-2", "web-3"}}, wantBest: "n1",
 		},
 		{
-			name:  "override: a preemptor at the threshold may break the budget",
-			args:  override,
-			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			name: "override: a preemptor at the threshold may break the budget",
+			args: override, nodes: n1(), pods: anchorPods(), pdbs: anchorPDB,
 			preemptor: preemptor("2", 1000),
-			want:      map[string][]string{"n1": {"web-2", "web-3"}},
-			wantBest:  "n1",
+			want:      map[string][]string{"n1": {"web-2", "web-3"}}, wantBest: "n1",
 		},
 		{
-			name:  "override: a preemptor below the threshold may not",
-			args:  override,
-			nodes: []*v1.Node{node("n1")}, pods: anchorPods(), pdbs: anchorPDB,
+			name: "override: a preemptor below the threshold may not",
+			args: override, nodes: n1(), pods: anchorPods(), pdbs: anchorPDB,
 			preemptor: preemptor("2", 999),
 			want:      map[string][]string{},
 		},
 		{
-			name:  "strict: a denied pod is never a victim, even of the lowest priority",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")},
-			pods: []*v1.Pod{
-				pod("db-0", "n1", "db", 0, true).Obj(), pod("db-1", "n1", "db", 0, true).Obj(),
-				pod("batch-0", "n1", "", 50, true).Obj(), pod("batch-1", "n1", "", 50, true).Obj(),
-			},
-			pdbs:      []*policyv1.PodDisruptionBudget{pdb("db", 2, 2, 0, nil)},
+			name: "strict: a denied pod is never a victim, even of the lowest priority",
+			args: strict, nodes: n1(),
+			pods:      slices.Concat(replicas("db", "n1", "db", true, 0, 0), replicas("batch", "n1", "", true, 50, 50)),
+			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("db", 2, 2, 0).Obj()},
 			preemptor: preemptor("2", 100),
-			want:      map[string][]string{"n1": {"batch-0", "batch-1"}},
-			wantBest:  "n1",
+			want:      map[string][]string{"n1": {"batch-0", "batch-1"}}, wantBest: "n1",
 		},
 		{
-			name:  "victims that spend no budget are preferred to lower-priority ones that spend some",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")},
-			pods: []*v1.Pod{
-				pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
-				pod("batch-0", "n1", "", 50, true).Obj(), pod("batch-1", "n1", "", 50, true).Obj(),
-			},
-			pdbs:      []*policyv1.PodDisruptionBudget{pdb("web", 2, 0, 2, nil)},
+			name: "victims that spend no budget are preferred to lower-priority ones that spend some",
+			args: strict, nodes: n1(),
+			pods:      slices.Concat(replicas("web", "n1", "web", true, 0, 0), replicas("batch", "n1", "", true, 50, 50)),
+			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("web", 2, 0, 2).Obj()},
 			preemptor: preemptor("2", 100),
-			want:      map[string][]string{"n1": {"batch-0", "batch-1"}},
-			wantBest:  "n1",
+			want:      map[string][]string{"n1": {"batch-0", "batch-1"}}, wantBest: "n1",
 		},
 		{
-			name:  "unhealthy pods under AlwaysAllow spend nothing and are preferred",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")},
-			pods: []*v1.Pod{
-				pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
-				pod("web-2", "n1", "web", 50, false).Obj(), pod("web-3", "n1", "web", 50, false).Obj(),
-			},
-			pdbs:      []*policyv1.PodDisruptionBudget{pdb("web", 2, 2, 0, ptr.To(policyv1.AlwaysAllow))},
+			name: "unhealthy pods under AlwaysAllow spend nothing and are preferred",
+			args: strict, nodes: n1(), pods: unhealthyPods(),
+			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("web", 2, 2, 0).UnhealthyPodEvictionPolicy(policyv1.AlwaysAllow).Obj()},
 			preemptor: preemptor("2", 100),
-			want:      map[string][]string{"n1": {"web-2", "web-3"}},
-			wantBest:  "n1",
+			want:      map[string][]string{"n1": {"web-2", "web-3"}}, wantBest: "n1",
 		},
 		{
-			name:  "unhealthy pods under IfHealthyBudget with no healthy margin are protected",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")},
-			pods: []*v1.Pod{
-				pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
-				pod("web-2", "n1", "web", 50, false).Obj(), pod("web-3", "n1", "web", 50, false).Obj(),
-			},
-			pdbs:      []*policyv1.PodDisruptionBudget{pdb("web", 2, 3, 0, ptr.To(policyv1.IfHealthyBudget))},
+			name: "unhealthy pods under IfHealthyBudget with no healthy margin are protected",
+			args: strict, nodes: n1(), pods: unhealthyPods(),
+			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("web", 2, 3, 0).UnhealthyPodEvictionPolicy(policyv1.IfHealthyBudget).Obj()},
 			preemptor: preemptor("2", 100),
 			want:      map[string][]string{},
 		},
 		{
-			name:  "a node whose victims spend no budget is chosen over one whose victims spend some",
-			args:  strict,
-			nodes: []*v1.Node{node("n1"), node("n2")},
-			pods: []*v1.Pod{
-				pod("web-0", "n1", "web", 3, true).Obj(), pod("web-1", "n1", "web", 2, true).Obj(),
-				pod("web-2", "n1", "web", 1, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
-				pod("batch-0", "n2", "", 13, true).Obj(), pod("batch-1", "n2", "", 12, true).Obj(),
-				pod("batch-2", "n2", "", 11, true).Obj(), pod("batch-3", "n2", "", 10, true).Obj(),
-			},
-			pdbs:      []*policyv1.PodDisruptionBudget{pdb("web", 4, 0, 4, nil)},
+			name:      "a node whose victims spend no budget is chosen over one whose victims spend some",
+			args:      strict,
+			nodes:     []*v1.Node{node("n1"), node("n2")},
+			pods:      slices.Concat(anchorPods(), replicas("batch", "n2", "", true, 13, 12, 11, 10)),
+			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("web", 4, 0, 4).Obj()},
 			preemptor: preemptor("1", 100),
-			want:      map[string][]string{"n1": {"web-3"}, "n2": {"batch-3"}},
-			wantBest:  "n2",
+			want:      map[string][]string{"n1": {"web-3"}, "n2": {"batch-3"}}, wantBest: "n2",
 		},
 		{
-			name:  "safe-to-evict false is never a victim",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")},
-			pods: []*v1.Pod{
-				pod("keep-0", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
-				pod("keep-1", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
-				pod("batch-0", "n1", "", 50, true).Obj(), pod("batch-1", "n1", "", 50, true).Obj(),
-			},
+			name: "safe-to-evict false is never a victim",
+			args: strict, nodes: n1(), pods: keepPods(),
 			preemptor: preemptor("2", 100),
-			want:      map[string][]string{"n1": {"batch-0", "batch-1"}},
-			wantBest:  "n1",
+			want:      map[string][]string{"n1": {"batch-0", "batch-1"}}, wantBest: "n1",
 		},
 		{
-			name:  "safe-to-evict false may be a victim when the annotation is not honoured",
-			args:  ignoreSafeToEvict,
-			nodes: []*v1.Node{node("n1")},
-			pods: []*v1.Pod{
-				pod("keep-0", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
-				pod("keep-1", "n1", "", 0, true).Annotation(budget.AnnotationSafeToEvict, "false").Obj(),
-				pod("batch-0", "n1", "", 50, true).Obj(), pod("batch-1", "n1", "", 50, true).Obj(),
-			},
+			name: "safe-to-evict false may be a victim when the annotation is not honoured",
+			args: ignoreSafeToEvict, nodes: n1(), pods: keepPods(),
 			preemptor: preemptor("2", 100),
-			want:      map[string][]string{"n1": {"keep-0", "keep-1"}},
-			wantBest:  "n1",
+			want:      map[string][]string{"n1": {"keep-0", "keep-1"}}, wantBest: "n1",
 		},
 		{
-			name:  "a pod under two PDBs is denied, as by the Eviction API",
-			args:  strict,
-			nodes: []*v1.Node{node("n1")},
-			pods: []*v1.Pod{
-				pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
-				pod("web-2", "n1", "web", 0, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
+			name: "a pod under two PDBs is denied, as by the Eviction API",
+			args: strict, nodes: n1(), pods: replicas("web", "n1", "web", true, 0, 0, 0, 0),
+			pdbs: []*policyv1.PodDisruptionBudget{
+				appPDB("web", 4, 0, 4).Obj(),
+				appPDB("web", 4, 0, 4).Name("all").Selector(&metav1.LabelSelector{}).Obj(),
 			},
-			pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 4, 0, 4, nil), func() *policyv1.PodDisruptionBudget {
-				p := pdb("web", 4, 0, 4, nil)
-				p.Name = "all"
-				p.Spec.Selector = &metav1.LabelSelector{}
-				return p
-			}()},
 			preemptor: preemptor("1", 100),
 			want:      map[string][]string{},
 		},
@@ -378,19 +339,13 @@ func TestSelectVictims(t *testing.T) {
 // candidate, PostFilter's status and the preemptor's event name the budget
 // and its numbers.
 func TestPostFilterBlockedNamesBudget(t *testing.T) {
-	pods := []*v1.Pod{
-		pod("web-0", "n1", "web", 0, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(),
-		pod("web-2", "n1", "web", 0, true).Obj(), pod("web-3", "n1", "web", 0, true).Obj(),
-	}
 	p := preemptor("2", 100)
-	e := newEnv(t, nil, []*v1.Node{node("n1")}, append(pods, p), []*policyv1.PodDisruptionBudget{pdb("web", 4, 3, 1, nil)})
+	pods := append(replicas("web", "n1", "web", true, 0, 0, 0, 0), p)
+	e := newEnv(t, nil, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 4, 3, 1).Obj()})
 	rec := events.NewFakeRecorder(10)
 	e.pl.fh = &recorderHandle{Handle: e.fw, rec: rec}
 
-	state := framework.NewCycleState()
-	if _, s, _ := e.fw.RunPreFilterPlugins(e.ctx, state, p); !s.IsSuccess() {
-		t.Fatalf("PreFilter: %v", s)
-	}
+	state, _ := e.preFilter(t, p)
 	m := framework.NewDefaultNodeToStatus()
 	m.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
 	_, status := e.pl.PostFilter(e.ctx, state, p, m)
