@@ -133,7 +133,7 @@ func (w *PUBWrapper) Generation(g int64) *PUBWrapper { w.ObjectMeta.Generation =
 
 // Annotation adds an annotation.
 func (w *PUBWrapper) Annotation(k, v string) *PUBWrapper {
-	w.ObjectMeta.Annotations = with(w.ObjectMeta.Annotations, k, v)
+	w.Annotations = with(w.Annotations, k, v)
 	return w
 }
 

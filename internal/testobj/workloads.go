@@ -29,7 +29,7 @@ func (w *NodeWrapper) GenerateName(s string) *NodeWrapper {
 
 // Label adds a label.
 func (w *NodeWrapper) Label(k, v string) *NodeWrapper {
-	w.ObjectMeta.Labels = with(w.ObjectMeta.Labels, k, v)
+	w.Labels = with(w.Labels, k, v)
 	return w
 }
 
@@ -100,7 +100,7 @@ func (w *ReplicaSetWrapper) Replicas(n int32) *ReplicaSetWrapper {
 // pods by the template's labels.
 func (w *ReplicaSetWrapper) Template(t corev1.PodTemplateSpec) *ReplicaSetWrapper {
 	w.Spec.Template = t
-	w.ObjectMeta.Labels = copyMap(t.Labels)
+	w.Labels = copyMap(t.Labels)
 	w.Spec.Selector = &metav1.LabelSelector{MatchLabels: copyMap(t.Labels)}
 	return w
 }
@@ -139,7 +139,7 @@ func (w *DeploymentWrapper) Replicas(n int32) *DeploymentWrapper {
 // pods by the template's labels.
 func (w *DeploymentWrapper) Template(t corev1.PodTemplateSpec) *DeploymentWrapper {
 	w.Spec.Template = t
-	w.ObjectMeta.Labels = copyMap(t.Labels)
+	w.Labels = copyMap(t.Labels)
 	w.Spec.Selector = &metav1.LabelSelector{MatchLabels: copyMap(t.Labels)}
 	return w
 }

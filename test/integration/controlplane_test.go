@@ -94,13 +94,10 @@ func TestControlPlaneReplicaSetPodsBecomeReady(t *testing.T) {
 			t.Errorf("pod %s: container statuses %+v, want one running and ready", p.Name, p.Status.ContainerStatuses)
 		}
 	}
-	testenv.WaitFor(t, testenv.DefaultWait, "ReplicaSet status to count 3 ready replicas", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, testenv.DefaultWait, "ReplicaSet status to count 3 ready replicas", statusCount("readyReplicas", 3, func(ctx context.Context) (int32, error) {
 		cur, err := cp.Client.AppsV1().ReplicaSets(ns).Get(ctx, rs.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return cur.Status.ReadyReplicas == 3, fmt.Errorf("readyReplicas %d", cur.Status.ReadyReplicas)
-	})
+		return cur.Status.ReadyReplicas, err
+	}))
 }
 
 func TestControlPlaneDeploymentPodsBecomeReady(t *testing.T) {
@@ -111,13 +108,10 @@ func TestControlPlaneDeploymentPodsBecomeReady(t *testing.T) {
 	d := testenv.Create(t, cp.Client.AppsV1().Deployments(ns),
 		testobj.MakeDeployment().Name("api").Replicas(2).Template(testobj.BoundPod(node.Name).Labels(lbls).Template()).Obj())
 	env.WaitForReadyPods(t, ns, lbls, 2)
-	testenv.WaitFor(t, testenv.DefaultWait, "Deployment to report 2 available replicas", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, testenv.DefaultWait, "Deployment to report 2 available replicas", statusCount("availableReplicas", 2, func(ctx context.Context) (int32, error) {
 		cur, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return cur.Status.AvailableReplicas == 2, fmt.Errorf("availableReplicas %d", cur.Status.AvailableReplicas)
-	})
+		return cur.Status.AvailableReplicas, err
+	}))
 }
 
 // TestControlPlanePDBStatus checks that the disruption controller computes
@@ -220,5 +214,17 @@ func TestControlPlanePUBCRDServed(t *testing.T) {
 	}
 	if err := pubs.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete PodUnavailableBudget: %v", err)
+	}
+}
+
+// statusCount holds when read returns want; field names the count in the
+// error that says why not yet.
+func statusCount(field string, want int32, read func(ctx context.Context) (int32, error)) testenv.Condition {
+	return func(ctx context.Context) (bool, error) {
+		got, err := read(ctx)
+		if err != nil {
+			return false, err
+		}
+		return got == want, fmt.Errorf("%s %d", field, got)
 	}
 }

@@ -66,8 +66,7 @@ func anchor(t *testing.T, ns, pc string) (string, map[types.UID]string) {
 // budget that allows 1.
 func TestPreemptionAnchorDefaultPreemptionBreaksBudget(t *testing.T) {
 	a := newAnchored(t)
-	ns, high, node, web := a.ns, a.high, a.node, a.web
-	sched := startScheduler(t, ns, "")
+	ns, high, node, web, sched := a.ns, a.high, a.node, a.web, startScheduler(t, a.ns, "")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
 	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to "+node, env.BoundTo(ns, "preemptor", node))
@@ -88,8 +87,7 @@ func TestPreemptionAnchorDefaultPreemptionBreaksBudget(t *testing.T) {
 // the preemptor which budget stopped it, with its numbers.
 func TestPreemptionAnchorBudgetAwareKeepsBudget(t *testing.T) {
 	a := newAnchored(t)
-	ns, high, node, web := a.ns, a.high, a.node, a.web
-	sched := startScheduler(t, ns, "{}")
+	ns, high, node, web, sched := a.ns, a.high, a.node, a.web, startScheduler(t, a.ns, "{}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
 	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor naming the PDB and its numbers",
@@ -105,8 +103,7 @@ func TestPreemptionAnchorBudgetAwareKeepsBudget(t *testing.T) {
 // each need one victim, against a budget of 1: one disruption in total.
 func TestPreemptionBackToBackPreemptorsSpendBudgetOnce(t *testing.T) {
 	a := newAnchored(t)
-	ns, high, node, web := a.ns, a.high, a.node, a.web
-	sched := startScheduler(t, ns, "{}")
+	ns, high, node, web, sched := a.ns, a.high, a.node, a.web, startScheduler(t, a.ns, "{}")
 
 	createPreemptor(t, ns, "preemptor-a", sched, high, "1", node)
 	createPreemptor(t, ns, "preemptor-b", sched, high, "1", node)
@@ -176,8 +173,7 @@ func TestPreemptionPUBProtectedVictimsNeverChosen(t *testing.T) {
 // overrideBudgetsAtPriority may break the budget; below it, it may not.
 func TestPreemptionOverrideBudgetsAtPriority(t *testing.T) {
 	a := newAnchored(t)
-	ns, high, node, web := a.ns, a.high, a.node, a.web
-	sched := startScheduler(t, ns, fmt.Sprintf("{overrideBudgetsAtPriority: %d}", criticalPriority))
+	ns, high, node, web, sched := a.ns, a.high, a.node, a.web, startScheduler(t, a.ns, fmt.Sprintf("{overrideBudgetsAtPriority: %d}", criticalPriority))
 
 	createPreemptor(t, ns, "important", sched, high, "2", node)
 	testenv.WaitFor(t, testenv.DefaultWait, "the high-priority preemptor blocked by the PDB",
@@ -196,8 +192,7 @@ func TestPreemptionOverrideBudgetsAtPriority(t *testing.T) {
 // within the budget.
 func TestPreemptionDeleteActuation(t *testing.T) {
 	a := newAnchored(t)
-	ns, high, node, web := a.ns, a.high, a.node, a.web
-	sched := startScheduler(t, ns, "{actuation: Delete}")
+	ns, high, node, web, sched := a.ns, a.high, a.node, a.web, startScheduler(t, a.ns, "{actuation: Delete}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "1", node)
 	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor bound to "+node, env.BoundTo(ns, "preemptor", node))
@@ -211,8 +206,7 @@ func TestPreemptionDeleteActuation(t *testing.T) {
 // and the budget holds.
 func TestPreemptionEvictRefusedByAPIServer(t *testing.T) {
 	a := newAnchored(t)
-	ns, high, node, web := a.ns, a.high, a.node, a.web
-	sched := startScheduler(t, ns, "{mode: BestEffort}")
+	ns, high, node, web, sched := a.ns, a.high, a.node, a.web, startScheduler(t, a.ns, "{mode: BestEffort}")
 
 	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
 	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor saying the API server refused with 429",
