@@ -6,6 +6,11 @@ GO ?= go
 TOOLS = $(GO) tool -modfile=hack/tools/go.mod
 export GO
 
+# budgetguard's version, from git describe (v0.0.0-<commit> before the first
+# tag); --version on every binary prints it.
+VERSION ?= $(shell v=$$(git describe --tags --always --dirty 2>/dev/null) || v=unknown; case "$$v" in v*) echo "$$v";; *) echo "v0.0.0-$$v";; esac)
+LDFLAGS = -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$(VERSION)
+
 .PHONY: all build demo test test-unit test-integration bench manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
@@ -15,12 +20,12 @@ all: build
 
 build:
 	$(GO) build ./...
-	$(GO) build -o bin/sandbox ./cmd/sandbox
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/scheduler ./cmd/descheduler ./cmd/sandbox
 
 # The showcase: the same scenario with upstream DefaultPreemption, then with
 # budgetguard, side by side (about 30 s once built).
 demo:
-	$(GO) build -o bin/sandbox ./cmd/sandbox
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sandbox ./cmd/sandbox
 	bin/sandbox run --compare examples/scenarios/preemption-under-pdb.yaml
 
 test: test-unit test-integration
