@@ -8,7 +8,7 @@ export GO
 
 # budgetguard's version, from git describe (v0.0.0-<commit> before the first
 # tag); --version on every binary prints it.
-VERSION ?= $(shell v=$$(git describe --tags --always --dirty 2>/dev/null) || v=unknown; case "$$v" in v*) echo "$$v";; *) echo "v0.0.0-$$v";; esac)
+VERSION ?= $(shell hack/version.sh)
 LDFLAGS = -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$(VERSION)
 
 .PHONY: all build demo test test-unit test-integration bench manifests verify
