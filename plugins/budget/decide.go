@@ -46,12 +46,12 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, extra map[budgetKey]int32, now
 	d := Decision{Allowed: true}
 	var spends []spend
 	pk := podKey{pod.Namespace, pod.Name}
-	consider := func(ref BudgetRef, eval func(inflight int32) verdict, recorded map[string]metav1.Time) {
+	consider := func(ref BudgetRef, eval func(pending) verdict, recorded map[string]metav1.Time) {
 		k := keyOf(ref)
 		if c.ledger.holds(k, pk, pod.UID, now) {
 			return // this pod's disruption is already counted against k
 		}
-		v := eval(c.ledger.inflight(k, now) + extra[k])
+		v := eval(pending{inflight: c.ledger.inflight(k, now), planned: extra[k]})
 		switch {
 		case v.denial != nil:
 			d.Allowed = false
@@ -64,11 +64,11 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, extra map[budgetKey]int32, now
 	}
 	// Rules 3 and 4.
 	for _, pdb := range pdbs {
-		consider(pdbRef(pdb), func(n int32) verdict { return evaluatePDB(pod, pdb, op, n) }, pdb.Status.DisruptedPods)
+		consider(pdbRef(pdb), func(n pending) verdict { return evaluatePDB(pod, pdb, op, n) }, pdb.Status.DisruptedPods)
 	}
 	// Rule 5.
 	for _, pub := range pubs {
-		consider(pubRef(pub), func(n int32) verdict { return evaluatePUB(pod, pub, op, n) }, pub.Status.DisruptedPods)
+		consider(pubRef(pub), func(n pending) verdict { return evaluatePUB(pod, pub, op, n) }, pub.Status.DisruptedPods)
 	}
 	// Rule 6.
 	if !d.Allowed {

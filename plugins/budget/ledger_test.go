@@ -29,8 +29,9 @@ func TestPlanSpendsCumulatively(t *testing.T) {
 	mustAllow(t, p.Add(webPod("b").Obj()))
 	d := p.Add(webPod("c").Obj())
 	mustDeny(t, d, ReasonInsufficientBudget)
-	if want := "2 in flight"; !strings.Contains(d.Message(), want) {
-		t.Errorf("message %q should count the plan's earlier victims (%q)", d.Message(), want)
+	// The plan's earlier victims are not in flight: nothing has started.
+	if want := "2 disruptions allowed; needs 3"; !strings.Contains(d.Message(), want) || strings.Contains(d.Message(), "in flight") {
+		t.Errorf("message %q should count the plan's earlier victims as needed (%q), not in flight", d.Message(), want)
 	}
 	// A plan reserves nothing until Reserve.
 	mustAllow(t, h.c.Decide(webPod("c").Obj(), OperationDelete))

@@ -64,12 +64,39 @@ func deny(ref BudgetRef, reason Reason, format string, args ...any) verdict {
 	}}
 }
 
-// evaluatePDB applies rules 3 and 4 of DESIGN.md for one covering PDB.
-// inflight is the number of disruptions budgetguard started against this PDB
-// that its status does not show yet.
-func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, inflight int32) verdict {
+// pending is what a budget's status does not show yet: inflight
+// disruptions budgetguard has started (the ledger's reservations, other
+// pods' disruptions), and planned ones, the earlier victims of the same
+// plan as the pod being decided, which nothing has started.
+type pending struct{ inflight, planned int32 }
+
+func (p pending) total() int32 { return p.inflight + p.planned }
+
+// shortfall is the end of an insufficient-budget sentence: the disruptions
+// already in flight, and what the disruption needs when the pod is one of
+// several victims of a plan, e.g. ", 1 in flight; needs 2 (this pod and 1
+// other of the same disruption)".
+func (p pending) shortfall() string {
+	var b strings.Builder
+	if p.inflight > 0 {
+		fmt.Fprintf(&b, ", %d in flight", p.inflight)
+	}
+	if p.planned > 0 {
+		others := "other"
+		if p.planned > 1 {
+			others = "others"
+		}
+		fmt.Fprintf(&b, "; needs %d (this pod and %d %s of the same disruption)", p.planned+1, p.planned, others)
+	}
+	return b.String()
+}
+
+// evaluatePDB applies rules 3 and 4 of DESIGN.md for one covering PDB,
+// counting n against it.
+func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n pending) verdict {
 	ref := pdbRef(pdb)
 	st := &pdb.Status
+	inflight := n.total()
 	healthy := st.CurrentHealthy - inflight
 
 	// Rule 3: a not-ready pod.
@@ -110,20 +137,17 @@ func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, i
 		return free
 	}
 	if st.DisruptionsAllowed-inflight < 1 {
-		return deny(ref, ReasonInsufficientBudget, "%s", pdbNumbers(st, inflight, podReady(pod)))
+		return deny(ref, ReasonInsufficientBudget, "%s", pdbNumbers(st, n, podReady(pod)))
 	}
 	return verdict{spends: true}
 }
 
-func pdbNumbers(st *policyv1.PodDisruptionBudgetStatus, inflight int32, ready bool) string {
+func pdbNumbers(st *policyv1.PodDisruptionBudgetStatus, n pending, ready bool) string {
 	var b strings.Builder
 	if !ready {
 		b.WriteString("pod is not ready and the application is disrupted; ")
 	}
-	fmt.Fprintf(&b, "%d healthy, %d desired, %d disruptions allowed", st.CurrentHealthy, st.DesiredHealthy, st.DisruptionsAllowed)
-	if inflight > 0 {
-		fmt.Fprintf(&b, ", %d in flight", inflight)
-	}
+	fmt.Fprintf(&b, "%d healthy, %d desired, %d disruptions allowed%s", st.CurrentHealthy, st.DesiredHealthy, st.DisruptionsAllowed, n.shortfall())
 	return b.String()
 }
 
@@ -146,8 +170,8 @@ func pubProtects(pub *kruisepolicy.PodUnavailableBudget, op Operation) bool {
 }
 
 // evaluatePUB applies rule 5 of DESIGN.md for one covering PUB, in the order
-// of Kruise's PodUnavailableBudgetValidatePod.
-func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operation, inflight int32) verdict {
+// of Kruise's PodUnavailableBudgetValidatePod, counting n against it.
+func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operation, n pending) verdict {
 	ref := pubRef(pub)
 	st := &pub.Status
 	switch {
@@ -173,12 +197,9 @@ func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operati
 	if st.UnavailableAllowed < 0 {
 		return deny(ref, ReasonNegativeAllowed, "unavailableAllowed is negative (%d)", st.UnavailableAllowed)
 	}
-	if st.UnavailableAllowed-inflight < 1 {
-		msg := fmt.Sprintf("%d available, %d desired, %d unavailable allowed", st.CurrentAvailable, st.DesiredAvailable, st.UnavailableAllowed)
-		if inflight > 0 {
-			msg += fmt.Sprintf(", %d in flight", inflight)
-		}
-		return deny(ref, ReasonInsufficientBudget, "%s", msg)
+	if st.UnavailableAllowed-n.total() < 1 {
+		return deny(ref, ReasonInsufficientBudget, "%d available, %d desired, %d unavailable allowed%s",
+			st.CurrentAvailable, st.DesiredAvailable, st.UnavailableAllowed, n.shortfall())
 	}
 	return verdict{spends: true}
 }

@@ -279,3 +279,69 @@ func TestAutoscalerForbidsEviction(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalSeparatesPlanFromInFlight checks the sentence of an
+// insufficient budget: disruptions already started (reservations in the
+// ledger) are "in flight"; earlier victims of the same plan are not, and
+// the sentence says how many disruptions the plan needs.
+func TestRefusalSeparatesPlanFromInFlight(t *testing.T) {
+	tests := []struct {
+		name     string
+		pdb      pdbStatus
+		pub      bool // a PUB with the same numbers in place of the PDB
+		reserved []string
+		planned  []string
+		want     string
+	}{
+		{
+			name:    "a plan of two under a budget of one",
+			pdb:     pdbStatus{healthy: 4, desired: 3, allowed: 1},
+			planned: []string{"a"},
+			want:    "pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed; needs 2 (this pod and 1 other of the same disruption)",
+		},
+		{
+			name:     "another disruption in flight, alone",
+			pdb:      pdbStatus{healthy: 4, desired: 3, allowed: 1},
+			reserved: []string{"x"},
+			want:     "pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed, 1 in flight",
+		},
+		{
+			name:     "another disruption in flight and a plan of three",
+			pdb:      pdbStatus{healthy: 5, desired: 2, allowed: 3},
+			reserved: []string{"x"},
+			planned:  []string{"a", "b"},
+			want:     "pdb shop/web: 5 healthy, 2 desired, 3 disruptions allowed, 1 in flight; needs 3 (this pod and 2 others of the same disruption)",
+		},
+		{
+			name:    "a PUB: a plan of two under a budget of one",
+			pdb:     pdbStatus{healthy: 4, desired: 3, allowed: 1},
+			pub:     true,
+			planned: []string{"a"},
+			want:    "pub shop/web: 4 available, 3 desired, 1 unavailable allowed; needs 2 (this pod and 1 other of the same disruption)",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.pub {
+				h.add(pub("web", tc.pdb).MatchLabels("app", "web").Obj())
+			} else {
+				h.add(webPDB("web", tc.pdb).Obj())
+			}
+			for _, name := range tc.reserved {
+				if d, r := h.c.Reserve(webPod(name).Obj(), OperationEvict); !d.Allowed || r == nil {
+					t.Fatalf("reserve %s: %s", name, d.Message())
+				}
+			}
+			p := h.c.NewPlan(OperationEvict)
+			for _, name := range tc.planned {
+				mustAllow(t, p.Add(webPod(name).Obj()))
+			}
+			d := p.Add(webPod("last").Obj())
+			mustDeny(t, d, ReasonInsufficientBudget)
+			if diff := cmp.Diff(tc.want, d.Message()); diff != "" {
+				t.Errorf("message (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

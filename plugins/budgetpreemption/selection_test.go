@@ -337,7 +337,9 @@ func TestSelectVictims(t *testing.T) {
 
 // TestPostFilterBlockedNamesBudget checks that when budgets block every
 // candidate, PostFilter's status and the preemptor's event name the budget
-// and its numbers.
+// and its numbers. The preemptor needs two victims under a budget that
+// allows one: the first victim is not "in flight" (nothing is being
+// disrupted); the sentence says the preemption needs 2.
 func TestPostFilterBlockedNamesBudget(t *testing.T) {
 	p := preemptor("2", 100)
 	pods := append(replicas("web", "n1", "web", true, 0, 0, 0, 0), p)
@@ -352,9 +354,9 @@ func TestPostFilterBlockedNamesBudget(t *testing.T) {
 	if status.IsSuccess() {
 		t.Fatalf("PostFilter succeeded; want it blocked by the budget")
 	}
-	const want, numbers = "pdb shop/web", "4 healthy, 3 desired, 1 disruptions allowed"
-	if msg := status.Message(); !strings.Contains(msg, want+": "+numbers) {
-		t.Errorf("status %q does not name %q", msg, want)
+	const want, numbers = "pdb shop/web", "4 healthy, 3 desired, 1 disruptions allowed; needs 2"
+	if msg := status.Message(); !strings.Contains(msg, want+": "+numbers) || strings.Contains(msg, "in flight") {
+		t.Errorf("status %q does not name %q, or counts the candidate's own victims as in flight", msg, want+": "+numbers)
 	}
 	select {
 	case ev := <-rec.Events:
