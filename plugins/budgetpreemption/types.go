@@ -37,7 +37,8 @@ type BudgetAwarePreemptionArgs struct {
 	// Actuation is Evict (the default) or Delete.
 	Actuation Actuation
 	// OverrideBudgetsAtPriority, when set, lets preemptors whose priority is
-	// at or above it break budgets; their victims are deleted.
+	// at or above it break budgets; their victims are deleted. It must be
+	// above 0, the priority of pods without a PriorityClass.
 	OverrideBudgetsAtPriority *int32
 	// HonorSafeToEvictAnnotation keeps pods annotated
 	// cluster-autoscaler.kubernetes.io/safe-to-evict: "false" from ever

@@ -18,8 +18,12 @@ func ValidateBudgetAwarePreemptionArgs(path *field.Path, args *BudgetAwarePreemp
 	default:
 		errs = append(errs, field.NotSupported(path.Child("actuation"), args.Actuation, []Actuation{ActuationEvict, ActuationDelete}))
 	}
-	if p := args.OverrideBudgetsAtPriority; p != nil && *p < 0 {
-		errs = append(errs, field.Invalid(path.Child("overrideBudgetsAtPriority"), *p, "must be a priority of 0 or more (system-cluster-critical is 2000000000)"))
+	if p := args.OverrideBudgetsAtPriority; p != nil && *p <= 0 {
+		// Pods without a PriorityClass have priority 0: at 0 or below,
+		// every one of them could break budgets.
+		errs = append(errs, field.Invalid(path.Child("overrideBudgetsAtPriority"), *p,
+			"must be above 0: pods without a priority class have priority 0, so every one of them would break budgets; "+
+				"use a priority only critical pods reach, e.g. 2000000000 (system-cluster-critical), or leave it unset so that no preemptor breaks budgets"))
 	}
 	pct, abs := path.Child("minCandidateNodesPercentage"), path.Child("minCandidateNodesAbsolute")
 	if v := args.MinCandidateNodesPercentage; v < 0 || v > 100 {

@@ -33,6 +33,20 @@ func TestValidateBudgetAwarePreemptionArgs(t *testing.T) {
 			wantErr: `profiles[0].pluginConfig[1].args.overrideBudgetsAtPriority: Invalid value: -1`,
 		},
 		{
+			// At 0, every pod of default priority could break budgets.
+			name:    "override priority 0",
+			mutate:  func(a *BudgetAwarePreemptionArgs) { a.OverrideBudgetsAtPriority = ptr.To[int32](0) },
+			wantErr: `profiles[0].pluginConfig[1].args.overrideBudgetsAtPriority: Invalid value: 0: must be above 0`,
+		},
+		{
+			name:   "override priority 1 is allowed",
+			mutate: func(a *BudgetAwarePreemptionArgs) { a.OverrideBudgetsAtPriority = ptr.To[int32](1) },
+		},
+		{
+			name:   "override at system-cluster-critical",
+			mutate: func(a *BudgetAwarePreemptionArgs) { a.OverrideBudgetsAtPriority = ptr.To[int32](2000000000) },
+		},
+		{
 			name:    "percentage out of range",
 			mutate:  func(a *BudgetAwarePreemptionArgs) { a.MinCandidateNodesPercentage = 101 },
 			wantErr: `profiles[0].pluginConfig[1].args.minCandidateNodesPercentage: Invalid value: 101`,
