@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"k8s.io/component-base/metrics"
@@ -26,10 +27,23 @@ type Info struct {
 	Go string `json:"go"`
 }
 
-// String is the line --version prints.
+// String is the line --version prints, e.g. "budgetguard v0.1.0
+// (Kubernetes v1.36.3, descheduler v0.36.0, go1.26.8)". An embedded
+// version that is unknown, as the descheduler's in the scheduler binary,
+// which does not link it, is left out.
 func (i Info) String() string {
-	return fmt.Sprintf("budgetguard %s (Kubernetes %s, descheduler %s, %s)", i.Version, i.Kubernetes, i.Descheduler, i.Go)
+	parts := make([]string, 0, 3)
+	for _, p := range []struct{ name, version string }{{"Kubernetes", i.Kubernetes}, {"descheduler", i.Descheduler}} {
+		if p.version != unknown {
+			parts = append(parts, p.name+" "+p.version)
+		}
+	}
+	parts = append(parts, i.Go)
+	return fmt.Sprintf("budgetguard %s (%s)", i.Version, strings.Join(parts, ", "))
 }
+
+// unknown is the version of a module the binary does not link.
+const unknown = "unknown"
 
 // Get returns the binary's version information.
 func Get() Info {
@@ -40,7 +54,7 @@ func Get() Info {
 // fromBuildInfo reads the embedded module versions from bi, which is valid
 // when ok; a module the binary does not link is "unknown".
 func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
-	info := Info{Version: gitVersion, Kubernetes: "unknown", Descheduler: "unknown", Go: runtime.Version()}
+	info := Info{Version: gitVersion, Kubernetes: unknown, Descheduler: unknown, Go: runtime.Version()}
 	if !ok {
 		if info.Version == "" {
 			info.Version = "v0.0.0-dev"

@@ -32,8 +32,16 @@ func TestFromBuildInfo(t *testing.T) {
 	if v := Get().Version; v == "" {
 		t.Error("Get().Version is empty")
 	}
-	if s := none.String(); !strings.HasPrefix(s, "budgetguard v0.0.0-dev (Kubernetes unknown, descheduler unknown, go") {
+	// Unknown versions are left out of the line.
+	if s := none.String(); !strings.HasPrefix(s, "budgetguard v0.0.0-dev (go") {
 		t.Errorf("String() = %q", s)
+	}
+	if s, want := got.String(), "budgetguard v0.0.0-0123456789ab-dirty (Kubernetes v1.36.3, descheduler v0.36.0, "+runtime.Version()+")"; s != want {
+		t.Errorf("String() = %q, want %q", s, want)
+	}
+	got.Descheduler = "unknown"
+	if s, want := got.String(), "budgetguard v0.0.0-0123456789ab-dirty (Kubernetes v1.36.3, "+runtime.Version()+")"; s != want {
+		t.Errorf("String() without the descheduler = %q, want %q", s, want)
 	}
 }
 
