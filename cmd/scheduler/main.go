@@ -73,7 +73,7 @@ func newCommand() *cobra.Command {
 			}
 			return run(c, args)
 		}
-		cfg, err := schedulerconfig.Load(path)
+		cfg, err := schedulerconfig.Load(klog.Background(), path)
 		if err == nil {
 			err = schedulerconfig.Check(cfg)
 		}

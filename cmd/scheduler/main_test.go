@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 
 	"github.com/budgetguard/budgetguard/internal/schedulerconfig"
 	"github.com/budgetguard/budgetguard/internal/testmain"
@@ -241,7 +242,7 @@ func TestShippedManifests(t *testing.T) {
 
 func checkSchedulerConfig(t *testing.T, where string, doc []byte) {
 	t.Helper()
-	cfg, err := schedulerconfig.Load(testmain.WriteFile(t, t.TempDir(), "config.yaml", string(doc)))
+	cfg, err := schedulerconfig.Load(klog.Background(), testmain.WriteFile(t, t.TempDir(), "config.yaml", string(doc)))
 	if err == nil {
 		err = schedulerconfig.Check(cfg)
 	}

@@ -9,13 +9,12 @@ import (
 
 	"k8s.io/klog/v2"
 	schedv1 "k8s.io/kube-scheduler/config/v1"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
-	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/budgetguard/budgetguard/internal/report"
+	"github.com/budgetguard/budgetguard/internal/schedulerconfig"
 	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
 )
 
@@ -31,15 +30,27 @@ type schedulerConfig struct {
 
 // loadSchedulerConfig decodes and validates data (the scenario's
 // KubeSchedulerConfiguration, or the shipped one; source names it in errors)
-// the way kube-scheduler does, then adds kube-scheduler's stock
-// default-scheduler profile if there is none and, for ModeUpstream, rewrites
-// it with UpstreamSchedulerConfig. The result is decoded and validated again.
+// the way kube-scheduler does and checks it as cmd/scheduler does (package
+// schedulerconfig), then adds kube-scheduler's stock default-scheduler
+// profile if there is none and, for ModeUpstream, rewrites it with
+// UpstreamSchedulerConfig. The result is decoded and validated again.
 // dir is a scratch directory for the files the loading reads.
 func loadSchedulerConfig(logger klog.Logger, dir, source string, data []byte, mode report.Mode) (*schedulerConfig, error) {
-	// The file as written must be valid, in either mode: an upstream run must
-	// not hide a mistake in the BudgetAwarePreemption args it drops.
-	if _, err := decodeSchedulerConfig(logger, dir, "scheduler-config.yaml", data); err != nil {
+	written, err := decodeSchedulerConfig(logger, dir, "scheduler-config.yaml", data)
+	if err != nil {
 		return nil, fmt.Errorf("scheduler configuration %s: %w", source, err)
+	}
+	// The file as written is checked in either mode: an upstream run must
+	// not hide a mistake in the BudgetAwarePreemption args it drops. The
+	// checks of where BudgetAwarePreemption and DefaultPreemption run apply
+	// to budgetguard's run only; the upstream rewrite replaces one with the
+	// other.
+	check := schedulerconfig.Check
+	if mode == report.ModeUpstream {
+		check = schedulerconfig.CheckArgs
+	}
+	if err := check(written); err != nil {
+		return nil, fmt.Errorf("scheduler configuration %s is invalid:\n%w", source, err)
 	}
 	versioned, err := decodeVersioned(data)
 	if err != nil {
@@ -65,22 +76,15 @@ func loadSchedulerConfig(logger klog.Logger, dir, source string, data []byte, mo
 	return &schedulerConfig{config: cfg, notes: notes}, nil
 }
 
-// decodeSchedulerConfig writes data to dir/name and loads it with
-// kube-scheduler's own LoadConfigFromFile (strict decoding, defaulting, plugin
-// args included), then validates it as kube-scheduler does.
+// decodeSchedulerConfig writes data to dir/name and loads it as the
+// scheduler binary does (schedulerconfig.Load: kube-scheduler's own
+// loading and validation).
 func decodeSchedulerConfig(logger klog.Logger, dir, name string, data []byte) (*schedconfig.KubeSchedulerConfiguration, error) {
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return nil, err
 	}
-	cfg, err := options.LoadConfigFromFile(logger, path)
-	if err != nil {
-		return nil, err
-	}
-	if err := schedvalidation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return schedulerconfig.Load(logger, path)
 }
 
 // decodeVersioned decodes data strictly into the v1 type without defaulting,

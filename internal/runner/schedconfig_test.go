@@ -210,3 +210,52 @@ profiles:
 		})
 	}
 }
+
+// TestSchedulerConfigIsChecked: the sandbox checks the scheduler
+// configuration as cmd/scheduler does (package schedulerconfig) before
+// anything starts. A budgetguard run refuses a profile where
+// DefaultPreemption still runs, one that configures BudgetAwarePreemption
+// without enabling it, and invalid args; an upstream run replaces
+// BudgetAwarePreemption with DefaultPreemption, so only the args apply.
+func TestSchedulerConfigIsChecked(t *testing.T) {
+	const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	both := header + `profiles:
+- schedulerName: bg
+  plugins:
+    postFilter:
+      enabled: [{name: BudgetAwarePreemption}]
+`
+	configuredOnly := header + `profiles:
+- schedulerName: bg
+  pluginConfig:
+  - name: BudgetAwarePreemption
+    args: {mode: Strict}
+`
+	kill := testobj.SchedulerConfig{SchedulerName: "bg", Args: "{actuation: Kill}"}.YAML()
+	tests := []struct {
+		name string
+		doc  string
+		mode report.Mode
+		want string // "" when the configuration loads
+	}{
+		{"both preemption plugins", both, report.ModeBudgetguard,
+			`profiles[0] ("bg").plugins.postFilter: BudgetAwarePreemption and DefaultPreemption are both enabled`},
+		{"both preemption plugins, upstream", both, report.ModeUpstream, ""},
+		{"configured but not enabled", configuredOnly, report.ModeBudgetguard,
+			`profiles[0] ("bg").pluginConfig[0]: BudgetAwarePreemption is configured but not enabled at postFilter`},
+		{"configured but not enabled, upstream", configuredOnly, report.ModeUpstream, ""},
+		{"invalid args", kill, report.ModeBudgetguard, `profiles[0].pluginConfig[0].args.actuation: Unsupported value: "Kill"`},
+		{"invalid args, upstream", kill, report.ModeUpstream, `profiles[0].pluginConfig[0].args.actuation: Unsupported value: "Kill"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadSchedulerConfig(klog.Background(), t.TempDir(), "my-config.yaml", []byte(tc.doc), tc.mode)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("load: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "my-config.yaml") || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v does not name the file and %q", err, tc.want)
+			}
+		})
+	}
+}

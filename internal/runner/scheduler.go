@@ -8,11 +8,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
 
 	"github.com/budgetguard/budgetguard/internal/report"
+	"github.com/budgetguard/budgetguard/internal/schedulerconfig"
 	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
 )
 
@@ -43,6 +45,9 @@ func startScheduler(ctx context.Context, config *rest.Config, cfg *schedulerConf
 	if mode == report.ModeBudgetguard {
 		registry[budgetpreemption.Name] = budgetpreemption.New
 	}
+	// As cmd/scheduler does: say per profile where BudgetAwarePreemption
+	// runs (in an upstream run, nowhere).
+	schedulerconfig.Report(klog.FromContext(ctx), cfg.config)
 
 	ctx, cancel := context.WithCancel(ctx)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})

@@ -15,10 +15,11 @@ import (
 )
 
 // Load reads the KubeSchedulerConfiguration at path with kube-scheduler's
-// own loading (strict decoding, defaulting and plugin args included) and
-// validates it as kube-scheduler does. It does not run Check.
-func Load(path string) (*config.KubeSchedulerConfiguration, error) {
-	cfg, err := options.LoadConfigFromFile(klog.Background(), path)
+// own loading (options.LoadConfigFromFile: strict decoding, defaulting,
+// plugin args included) and validates it as kube-scheduler does. It does
+// not run Check.
+func Load(logger klog.Logger, path string) (*config.KubeSchedulerConfiguration, error) {
+	cfg, err := options.LoadConfigFromFile(logger, path)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
@@ -21,7 +22,7 @@ func load(t *testing.T, doc string) *config.KubeSchedulerConfiguration {
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(path)
+	cfg, err := Load(klog.Background(), path)
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -232,12 +233,12 @@ func TestLoadErrors(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.doc), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Load(path); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := Load(klog.Background(), path); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Load: %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+	if _, err := Load(klog.Background(), filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Error("Load of a missing file: no error")
 	}
 }
