@@ -6,13 +6,26 @@ import (
 	"testing"
 
 	"github.com/budgetguard/budgetguard/internal/testmain"
+	"github.com/budgetguard/budgetguard/manifests"
 )
 
 func TestMain(m *testing.M) { testmain.Main(m, main) }
 
-func TestDeschedulerBadPolicyExitsNamingField(t *testing.T) {
+// run runs the descheduler with policy (a policy file's content) and args;
+// the kubeconfig names no file, so no cluster is reached, and nothing
+// listens (--secure-port=0). It returns the
+// path of the policy file and what the command wrote, with klog's escaped
+// quotes unescaped, and its exit code.
+func run(t *testing.T, policy string, args ...string) (path, out string, code int) {
+	t.Helper()
 	dir := t.TempDir()
-	policy := testmain.WriteFile(t, dir, "policy.yaml", `apiVersion: descheduler/v1alpha2
+	path = testmain.WriteFile(t, dir, "policy.yaml", policy)
+	res := testmain.Run(t, append([]string{"--policy-config-file=" + path, "--kubeconfig=" + filepath.Join(dir, "none"), "--secure-port=0"}, args...)...)
+	return path, strings.ReplaceAll(res.Output(), `\"`, `"`), res.Code
+}
+
+func TestDeschedulerBadPolicyExitsNamingField(t *testing.T) {
+	_, out, code := run(t, `apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
 maxNoOfPodsToEvictPerNod: 3
 profiles:
@@ -24,12 +37,90 @@ profiles:
       enabled: [BudgetAwareEvictor]
 `)
 	// No cluster is needed: the policy is checked before any client is built.
-	res := testmain.Run(t, "--policy-config-file="+policy, "--kubeconfig="+filepath.Join(dir, "none"))
-	out := res.Output()
-	if res.Code == 0 {
+	if code == 0 {
 		t.Fatalf("descheduler exited with code 0, want a non-zero exit; output:\n%s", out)
 	}
 	if !strings.Contains(out, "unknown field") || !strings.Contains(out, "maxNoOfPodsToEvictPerNod") {
 		t.Errorf("output does not name the unknown field:\n%s", out)
+	}
+}
+
+// TestDeschedulerStartupErrors: policies the stock descheduler would run
+// without BudgetAwareEvictor at some extension point stop the binary.
+func TestDeschedulerStartupErrors(t *testing.T) {
+	shipped := string(manifests.DeschedulerPolicy)
+	for _, tc := range []struct {
+		name, policy, want string
+	}{
+		{
+			name:   "field name in another case",
+			policy: strings.Replace(shipped, "preevictionfilter:", "preEvictionFilter:", 1),
+			want:   `profiles[0].plugins.preEvictionFilter: unknown field; field names are case-sensitive, write "preevictionfilter"`,
+		},
+		{
+			name:   "BudgetAwareEvictor configured but not enabled",
+			policy: strings.NewReplacer("enabled: [DefaultEvictor, BudgetAwareEvictor]", "enabled: [DefaultEvictor]").Replace(shipped),
+			want:   `profiles[0] ("budgetguard").pluginConfig[1]: BudgetAwareEvictor is configured but not enabled at filter or preevictionfilter`,
+		},
+		{
+			name:   "v1alpha1",
+			policy: "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nstrategies:\n  RemoveDuplicates:\n    enabled: true\n",
+			want:   "descheduler/v1alpha1 is not supported; use descheduler/v1alpha2",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, out, code := run(t, tc.policy)
+			if code == 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, path) {
+				t.Errorf("exit code %d, want non-zero with an error naming %s and containing %q; output:\n%s", code, path, tc.want, out)
+			}
+		})
+	}
+}
+
+func TestDeschedulerValidateOnly(t *testing.T) {
+	path, out, code := run(t, string(manifests.DeschedulerPolicy), "--validate-only")
+	if want := "policy " + path + " is valid\n"; code != 0 || out != want {
+		t.Errorf("valid policy: exit code %d, output %q; want 0 and %q", code, out, want)
+	}
+
+	bad := strings.Replace(string(manifests.DeschedulerPolicy), "preevictionfilter:", "preEvictionFilter:", 1) + "MaxNoOfPodsToEvictPerNode: 3\n"
+	path, out, code = run(t, bad, "--validate-only")
+	for _, want := range []string{
+		"policy " + path + " is invalid",
+		`profiles[0].plugins.preEvictionFilter: unknown field`,
+		`MaxNoOfPodsToEvictPerNode: unknown field`,
+	} {
+		if code == 0 || !strings.Contains(out, want) {
+			t.Errorf("invalid policy: exit code %d, want non-zero with %q; output:\n%s", code, want, out)
+		}
+	}
+	if strings.Contains(out, "is valid") {
+		t.Errorf("invalid policy reported valid:\n%s", out)
+	}
+}
+
+func TestDeschedulerVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		res := testmain.Run(t, args...)
+		out := res.Output()
+		// No "Kubernetes v1.36.3": the descheduler links no
+		// k8s.io/kubernetes, and package version leaves out what a binary
+		// does not link.
+		for _, want := range []string{"budgetguard v", "descheduler v0.36.0"} {
+			if res.Code != 0 || !strings.Contains(out, want) {
+				t.Errorf("%v: exit code %d, output %q; want 0 and %q", args, res.Code, out, want)
+			}
+		}
+	}
+}
+
+// TestDeschedulerReportsProfiles: at start, once the policy is loaded, the
+// binary logs where BudgetAwareEvictor is enabled in each profile (and
+// then fails here, having no cluster).
+func TestDeschedulerReportsProfiles(t *testing.T) {
+	_, out, _ := run(t, string(manifests.DeschedulerPolicy))
+	want := `"budgetguard plugins enabled" component="descheduler" profile="budgetguard" plugins="BudgetAwareEvictor@filter,BudgetAwareEvictor@preEvictionFilter"`
+	if !strings.Contains(out, want) {
+		t.Errorf("output does not contain %s:\n%s", want, out)
 	}
 }

@@ -1,18 +1,19 @@
 package deschedulerpolicy
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"reflect"
-	"strings"
+	"slices"
 
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/descheduler/pkg/api"
 	"sigs.k8s.io/descheduler/pkg/api/v1alpha2"
 	"sigs.k8s.io/descheduler/pkg/descheduler"
@@ -32,6 +33,34 @@ func LoadPolicy(path string, client clientset.Interface, registry pluginregistry
 	return descheduler.LoadPolicyConfig(path, client, registry)
 }
 
+// ValidatePolicyFile is LoadPolicy without a cluster, for --validate-only
+// and for the report at start: CheckPolicyFile, then the stock decoding,
+// validation and defaulting with a fake client. The one thing it cannot
+// check is the PriorityClass a DefaultEvictor priorityThreshold names: the
+// fake client answers every PriorityClass, with value 0, which is also the
+// threshold in the policy it returns.
+func ValidatePolicyFile(path string, registry pluginregistry.Registry) (*api.DeschedulerPolicy, error) {
+	if err := CheckPolicyFile(path, registry); err != nil {
+		return nil, err
+	}
+	policy, err := descheduler.LoadPolicyConfig(path, offlineClient(), registry)
+	if err != nil {
+		return nil, fmt.Errorf("descheduler policy %q: %w", path, err)
+	}
+	return policy, nil
+}
+
+// offlineClient is a fake clientset for the stock defaulting, which looks
+// up the PriorityClass a DefaultEvictor priorityThreshold names.
+func offlineClient() clientset.Interface {
+	client := fake.NewClientset()
+	client.PrependReactor("get", "priorityclasses", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		name := action.(clienttesting.GetAction).GetName()
+		return true, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+	})
+	return client
+}
+
 // CheckPolicyFile reads path and checks it with CheckPolicy.
 func CheckPolicyFile(path string, registry pluginregistry.Registry) error {
 	data, err := os.ReadFile(path)
@@ -44,25 +73,49 @@ func CheckPolicyFile(path string, registry pluginregistry.Registry) error {
 	return nil
 }
 
-// CheckPolicy decodes a DeschedulerPolicy strictly at every level: an
-// unknown or duplicated field, at the top, in a profile, or in a plugin's
-// args, is an error naming its path. Plugin args are then defaulted and
-// validated, and errors name the field, e.g.
+// CheckPolicy checks a DeschedulerPolicy as the descheduler will decode it,
+// and refuses what it would drop or misread without a word. In order:
+//
+//   - the document is a mapping, its apiVersion is descheduler/v1alpha2
+//     (v1alpha1 is named as unsupported) and its kind DeschedulerPolicy;
+//   - profiles, each profile, its pluginConfig entries and their args are
+//     of the right kind (a list or a mapping);
+//   - every field at every level, plugin args included, is known and set
+//     once, with its name in the exact case (the descheduler matches names
+//     case-sensitively and drops the rest); a name written in another case
+//     gets the spelling to write;
+//   - plugin args are defaulted and validated;
+//   - BudgetAwareEvictor, where a profile has it, is configured and enabled
+//     at filter and preevictionfilter (see checkBudgetAwareEvictor).
+//
+// Errors name the field, e.g.
 // "profiles[0].pluginConfig[1].args.cacheSyncTimeoutSeconds".
 func CheckPolicy(data []byte, registry pluginregistry.Registry) error {
 	if registry == nil {
 		return errNoRegistry
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	lenient, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return fmt.Errorf("not YAML or JSON: %w", err)
 	}
-	var policy v1alpha2.DeschedulerPolicy
-	if err := strictUnmarshal(js, &policy, ""); err != nil {
+	var doc any
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(lenient, &doc); err != nil {
+		return fmt.Errorf("not YAML or JSON: %w", err)
+	}
+	top, err := checkHeader(doc)
+	if err != nil {
 		return err
 	}
-	if gv := v1alpha2.SchemeGroupVersion.String(); policy.APIVersion != gv || policy.Kind != "DeschedulerPolicy" {
-		return fmt.Errorf("apiVersion/kind is %q/%q, want %q/%q", policy.APIVersion, policy.Kind, gv, "DeschedulerPolicy")
+	if err := checkShape(top); err != nil {
+		return err
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	var policy v1alpha2.DeschedulerPolicy
+	if err := decodeStrict(js, &policy, ""); err != nil {
+		return err
 	}
 	var errs []error
 	for i, prof := range policy.Profiles {
@@ -75,7 +128,7 @@ func CheckPolicy(data []byte, registry pluginregistry.Registry) error {
 			}
 			args := util.PluginArgInstance.DeepCopyObject()
 			if len(pc.Args.Raw) > 0 {
-				if err := strictUnmarshal(pc.Args.Raw, args, path.Child("args").String()+"."); err != nil {
+				if err := decodeStrict(pc.Args.Raw, args, path.Child("args").String()); err != nil {
 					errs = append(errs, err)
 					continue
 				}
@@ -85,8 +138,32 @@ func CheckPolicy(data []byte, registry pluginregistry.Registry) error {
 			}
 			errs = append(errs, validateArgs(path.Child("args"), args, util))
 		}
+		errs = append(errs, checkBudgetAwareEvictor(i, prof)...)
 	}
 	return utilerrors.NewAggregate(errs)
+}
+
+// checkHeader returns the policy document doc as a mapping after checking
+// its apiVersion, before anything else, and its kind.
+func checkHeader(doc any) (map[string]any, error) {
+	top, ok := doc.(map[string]any)
+	if !ok {
+		got := kindOf(doc)
+		if doc == nil {
+			got = "an empty document"
+		}
+		return nil, fmt.Errorf("policy: must be a mapping (a DeschedulerPolicy object), got %s", got)
+	}
+	apiVersion, _ := top["apiVersion"].(string)
+	kind, _ := top["kind"].(string)
+	want := v1alpha2.SchemeGroupVersion.String()
+	if apiVersion == "descheduler/v1alpha1" {
+		return nil, fmt.Errorf("apiVersion: descheduler/v1alpha1 is not supported; use %s (its strategies are now plugins of profiles)", want)
+	}
+	if apiVersion != want || kind != "DeschedulerPolicy" {
+		return nil, fmt.Errorf("apiVersion/kind is %q/%q, want %q/%q", apiVersion, kind, want, "DeschedulerPolicy")
+	}
+	return top, nil
 }
 
 func validateArgs(path *field.Path, args runtime.Object, util pluginregistry.PluginUtilities) error {
@@ -102,53 +179,7 @@ func validateArgs(path *field.Path, args runtime.Object, util pluginregistry.Plu
 	return nil
 }
 
-// strictUnmarshal decodes js into out, rejecting unknown and duplicate
-// fields; prefix is prepended to the field paths the errors name.
-func strictUnmarshal(js []byte, out any, prefix string) error {
-	strictErrs, err := kjson.UnmarshalStrict(js, out)
-	if err != nil {
-		return fmt.Errorf("decoding %s: %w", strings.TrimSuffix(prefix, "."), err)
-	}
-	if len(strictErrs) > 0 && caseInsensitiveOK(js, out) {
-		// The stock decoder matches field names case-insensitively, and
-		// the upstream docs spell "preEvictionFilter" for the
-		// "preevictionfilter" field. Accept case variants; still reject
-		// duplicates.
-		kept := strictErrs[:0]
-		for _, e := range strictErrs {
-			if !strings.HasPrefix(e.Error(), "unknown field") {
-				kept = append(kept, e)
-			}
-		}
-		strictErrs = kept
-	}
-	var errs []error
-	for _, e := range strictErrs {
-		msg := e.Error()
-		// The decoder names the field as `unknown field "a.b"`; put the
-		// path of the enclosing object in front.
-		if i := strings.IndexByte(msg, '"'); i >= 0 && prefix != "" {
-			msg = msg[:i+1] + prefix + msg[i+1:]
-		}
-		errs = append(errs, errors.New(msg))
-	}
-	return utilerrors.NewAggregate(errs)
-}
-
-// caseInsensitiveOK reports whether js decodes into a fresh value of out's
-// type with encoding/json, which rejects unknown fields but matches names
-// case-insensitively.
-func caseInsensitiveOK(js []byte, out any) bool {
-	fresh := reflect.New(reflect.TypeOf(out).Elem()).Interface()
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	return dec.Decode(fresh) == nil
-}
-
+// registeredNames returns the names of the plugins in registry, sorted.
 func registeredNames(registry pluginregistry.Registry) []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	return names
+	return slices.Sorted(maps.Keys(registry))
 }

@@ -2,8 +2,11 @@ package deschedulerpolicy
 
 import (
 	"bytes"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,10 +35,18 @@ func writePolicy(t *testing.T, data string) string {
 }
 
 // shippedPolicies returns every DeschedulerPolicy under manifests/descheduler,
-// standalone or inside a ConfigMap, by a name that says where it came from.
+// standalone or inside a ConfigMap, by a name that says where it came from
+// (its path below manifests/descheduler, then ":" and the ConfigMap key).
 func shippedPolicies(t *testing.T) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob("../../manifests/descheduler/*.yaml")
+	const root = "../../manifests/descheduler"
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+			files = append(files, path)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +56,8 @@ func shippedPolicies(t *testing.T) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		name, _ := filepath.Rel(root, f)
+		name = filepath.ToSlash(name)
 		for i, doc := range bytes.Split(data, []byte("\n---")) {
 			var head struct {
 				Kind string            `json:"kind"`
@@ -55,11 +68,11 @@ func shippedPolicies(t *testing.T) map[string]string {
 			}
 			switch head.Kind {
 			case "DeschedulerPolicy":
-				out[filepath.Base(f)] = string(doc)
+				out[name] = string(doc)
 			case "ConfigMap":
 				for k, v := range head.Data {
 					if strings.Contains(v, "kind: DeschedulerPolicy") {
-						out[filepath.Base(f)+":"+k] = v
+						out[name+":"+k] = v
 					}
 				}
 			}
@@ -71,8 +84,8 @@ func shippedPolicies(t *testing.T) map[string]string {
 func TestShippedPoliciesLoad(t *testing.T) {
 	registry := setup(t)
 	policies := shippedPolicies(t)
-	if len(policies) < 2 {
-		t.Fatalf("found %d shipped policies (want policy.yaml and the ConfigMap's): %v", len(policies), policies)
+	if _, ok := policies["policy.yaml"]; !ok {
+		t.Fatalf("found no policy.yaml among the shipped policies: %v", policies)
 	}
 	for name, data := range policies {
 		t.Run(name, func(t *testing.T) {
@@ -113,19 +126,27 @@ func TestShippedPoliciesLoad(t *testing.T) {
 	}
 }
 
+// TestShippedPolicyCopiesAgree: a policy shipped inside a ConfigMap says
+// the same as policy.yaml. (kustomize generates the ConfigMap from
+// policy.yaml; this catches a copy written by hand.)
 func TestShippedPolicyCopiesAgree(t *testing.T) {
 	policies := shippedPolicies(t)
-	var standalone, inConfigMap any
-	if err := yaml.Unmarshal([]byte(policies["policy.yaml"]), &standalone); err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal([]byte(policies["configmap.yaml:policy.yaml"]), &inConfigMap); err != nil {
-		t.Fatal(err)
+	var standalone any
+	if err := yaml.Unmarshal([]byte(policies["policy.yaml"]), &standalone); err != nil || standalone == nil {
+		t.Fatalf("policy.yaml: %v", err)
 	}
 	a, _ := yaml.Marshal(standalone)
-	b, _ := yaml.Marshal(inConfigMap)
-	if standalone == nil || string(a) != string(b) {
-		t.Errorf("configmap.yaml's policy differs from policy.yaml:\n%s\n---\n%s", a, b)
+	for name, data := range policies {
+		if !strings.Contains(name, ":") {
+			continue
+		}
+		var copied any
+		if err := yaml.Unmarshal([]byte(data), &copied); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b, _ := yaml.Marshal(copied); string(a) != string(b) {
+			t.Errorf("%s differs from policy.yaml:\n%s\n---\n%s", name, a, b)
+		}
 	}
 }
 
@@ -174,7 +195,98 @@ func TestCheckPolicy(t *testing.T) {
 		wantErr []string // substrings; empty means valid
 	}{
 		{name: "valid", policy: base},
-		{name: "field name in another case, as the stock decoder accepts", policy: strings.Replace(base, "preevictionfilter:", "preEvictionFilter:", 1)},
+		{
+			name:   "valid: a profile without BudgetAwareEvictor",
+			policy: base + "- name: stock\n  pluginConfig:\n  - name: RemoveDuplicates\n  plugins:\n    balance:\n      enabled: [RemoveDuplicates]\n",
+		},
+		// The descheduler decodes a policy case-sensitively and drops a
+		// field written in another case (see
+		// TestStockDecodingDropsCaseVariants).
+		{
+			name:    "field name in another case: preEvictionFilter",
+			policy:  strings.Replace(base, "preevictionfilter:", "preEvictionFilter:", 1),
+			wantErr: []string{`profiles[0].plugins.preEvictionFilter: unknown field; field names are case-sensitive, write "preevictionfilter"`},
+		},
+		{
+			name:    "field name in another case: Filter",
+			policy:  strings.Replace(base, "    filter:", "    Filter:", 1),
+			wantErr: []string{`profiles[0].plugins.Filter: unknown field; field names are case-sensitive, write "filter"`},
+		},
+		{
+			name:    "top-level field name in another case",
+			policy:  base + "MaxNoOfPodsToEvictPerNode: 3\n",
+			wantErr: []string{`MaxNoOfPodsToEvictPerNode: unknown field; field names are case-sensitive, write "maxNoOfPodsToEvictPerNode"`},
+		},
+		{
+			name:    "field name in another case in args",
+			policy:  strings.Replace(base, "honorSafeToEvict: true", "HonorSafeToEvict: true", 1),
+			wantErr: []string{`profiles[0].pluginConfig[1].args.HonorSafeToEvict: unknown field; field names are case-sensitive, write "honorSafeToEvict"`},
+		},
+		{
+			name:    "the same field in two cases",
+			policy:  strings.Replace(base, "    balance:", "    preEvictionFilter:\n      enabled: [BudgetAwareEvictor]\n    balance:", 1),
+			wantErr: []string{`profiles[0].plugins.preEvictionFilter: unknown field; field names are case-sensitive and "preevictionfilter" is set as well: remove "preEvictionFilter"`},
+		},
+		{
+			name:    "v1alpha1",
+			policy:  "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nstrategies:\n  RemoveDuplicates:\n    enabled: true\n",
+			wantErr: []string{"descheduler/v1alpha1 is not supported; use descheduler/v1alpha2"},
+		},
+		{
+			name:    "document is a list",
+			policy:  "- apiVersion: descheduler/v1alpha2\n- kind: DeschedulerPolicy\n",
+			wantErr: []string{"policy: must be a mapping (a DeschedulerPolicy object), got a list"},
+		},
+		{
+			name:    "document is a scalar",
+			policy:  "descheduler/v1alpha2\n",
+			wantErr: []string{"policy: must be a mapping (a DeschedulerPolicy object), got a string"},
+		},
+		{
+			name:    "document is empty",
+			policy:  "# nothing\n",
+			wantErr: []string{"policy: must be a mapping (a DeschedulerPolicy object), got an empty document"},
+		},
+		{
+			name:    "profiles is not a list",
+			policy:  "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  name: p\n",
+			wantErr: []string{"profiles: must be a list of profiles, got a mapping"},
+		},
+		{
+			name:    "profile is not a mapping",
+			policy:  "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- p\n",
+			wantErr: []string{"profiles[0]: must be a mapping (a profile), got a string"},
+		},
+		{
+			name:    "pluginConfig entry is not a mapping",
+			policy:  strings.Replace(base, "  - name: RemoveDuplicates\n", "  - RemoveDuplicates\n", 1),
+			wantErr: []string{"profiles[0].pluginConfig[2]: must be a mapping (a plugin's name and args), got a string"},
+		},
+		{
+			name:    "args is not a mapping",
+			policy:  strings.Replace(base, "    args:\n      honorSafeToEvict: true\n", "    args: [honorSafeToEvict]\n", 1),
+			wantErr: []string{"profiles[0].pluginConfig[1].args: must be a mapping (the plugin's args), got a list"},
+		},
+		{
+			name:    "BudgetAwareEvictor configured but not enabled",
+			policy:  strings.Replace(base, "    filter:\n      enabled: [BudgetAwareEvictor]\n    preevictionfilter:\n      enabled: [BudgetAwareEvictor]\n", "", 1),
+			wantErr: []string{`profiles[0] ("p").pluginConfig[1]: BudgetAwareEvictor is configured but not enabled at filter or preevictionfilter; add it to plugins.filter.enabled and plugins.preevictionfilter.enabled`},
+		},
+		{
+			name:    "BudgetAwareEvictor enabled at filter only",
+			policy:  strings.Replace(base, "    preevictionfilter:\n      enabled: [BudgetAwareEvictor]\n", "", 1),
+			wantErr: []string{`profiles[0] ("p").plugins.preevictionfilter.enabled: BudgetAwareEvictor is enabled at filter but not at preevictionfilter; enable it at both`},
+		},
+		{
+			name:    "BudgetAwareEvictor enabled at preevictionfilter only",
+			policy:  strings.Replace(base, "    filter:\n      enabled: [BudgetAwareEvictor]\n", "    filter:\n      enabled: [DefaultEvictor]\n", 1),
+			wantErr: []string{`profiles[0] ("p").plugins.filter.enabled: BudgetAwareEvictor is enabled at preevictionfilter but not at filter; enable it at both`},
+		},
+		{
+			name:    "BudgetAwareEvictor enabled but not configured",
+			policy:  strings.Replace(base, "  - name: BudgetAwareEvictor\n    args:\n      honorSafeToEvict: true\n", "", 1),
+			wantErr: []string{`profiles[0] ("p").pluginConfig: BudgetAwareEvictor is enabled at filter and preevictionfilter but not configured; add "- name: BudgetAwareEvictor" to pluginConfig`},
+		},
 		{
 			name:    "duplicate field",
 			policy:  strings.Replace(base, "profiles:", "maxNoOfPodsToEvictTotal: 1\nmaxNoOfPodsToEvictTotal: 2\nprofiles:", 1),
@@ -206,9 +318,13 @@ func TestCheckPolicy(t *testing.T) {
 			wantErr: []string{"profiles[0].pluginConfig[1].args.cacheSyncTimeoutSeconds: Invalid value: 0"},
 		},
 		{
-			name:    "unregistered plugin",
-			policy:  strings.Replace(base, "name: RemoveDuplicates\n", "name: RemoveDuplicate\n", 1),
-			wantErr: []string{`profiles[0].pluginConfig[2].name: Unsupported value: "RemoveDuplicate"`},
+			name:   "unregistered plugin",
+			policy: strings.Replace(base, "name: RemoveDuplicates\n", "name: RemoveDuplicate\n", 1),
+			wantErr: []string{
+				`profiles[0].pluginConfig[2].name: Unsupported value: "RemoveDuplicate"`,
+				// in alphabetical order
+				`supported values: "` + strings.Join(slices.Sorted(maps.Keys(registry)), `", "`) + `"`,
+			},
 		},
 		{
 			name:    "wrong kind",
@@ -267,5 +383,25 @@ func TestLoadPolicyKeepsStockDefaults(t *testing.T) {
 	args := pluginArgs(prof, budgetevictor.PluginName).(*budgetevictor.BudgetAwareEvictorArgs)
 	if args.CacheSyncTimeoutSeconds == nil || *args.CacheSyncTimeoutSeconds != budgetevictor.DefaultCacheSyncTimeoutSeconds {
 		t.Errorf("cacheSyncTimeoutSeconds = %v, want the default %d", args.CacheSyncTimeoutSeconds, budgetevictor.DefaultCacheSyncTimeoutSeconds)
+	}
+}
+
+// TestStockDecodingDropsCaseVariants documents why CheckPolicy is
+// case-sensitive: the descheduler decodes a policy with the apimachinery
+// JSON serializer (kjson.UnmarshalCaseSensitivePreserveInts) and drops a
+// field written in another case without a word, so BudgetAwareEvictor
+// would never run at preevictionfilter.
+func TestStockDecodingDropsCaseVariants(t *testing.T) {
+	registry := setup(t)
+	doc := strings.Replace(base, "preevictionfilter:", "preEvictionFilter:", 1) + "MaxNoOfPodsToEvictPerNode: 3\n"
+	policy, err := descheduler.LoadPolicyConfig(writePolicy(t, doc), fake.NewClientset(), registry)
+	if err != nil {
+		t.Fatalf("stock LoadPolicyConfig now rejects the policy (%v); CheckPolicy's case check may be redundant", err)
+	}
+	if got := policy.Profiles[0].Plugins.PreEvictionFilter.Enabled; contains(got, budgetevictor.PluginName) {
+		t.Errorf("stock decoding kept preEvictionFilter: %v", got)
+	}
+	if policy.MaxNoOfPodsToEvictPerNode != nil {
+		t.Errorf("stock decoding kept MaxNoOfPodsToEvictPerNode = %d", *policy.MaxNoOfPodsToEvictPerNode)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/descheduler/cmd/descheduler/app/options"
 	deschedulermetrics "sigs.k8s.io/descheduler/metrics"
 	"sigs.k8s.io/descheduler/pkg/api"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
 	"github.com/budgetguard/budgetguard/internal/report"
+	"github.com/budgetguard/budgetguard/plugins/budget"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -86,7 +88,9 @@ func checkPolicy(dir, source string, data []byte) (string, error) {
 
 // loadPolicy loads the policy file at path with the budgetguard descheduler's
 // LoadPolicy (strict check, then the stock decoding, validation and
-// defaulting) and, for ModeUpstream, rewrites it with UpstreamPolicy.
+// defaulting) and, for ModeUpstream, rewrites it with UpstreamPolicy. Then,
+// as the binary does at start, it logs and exports where BudgetAwareEvictor
+// is enabled in each profile of the policy that will run.
 func loadPolicy(path, source string, client kubernetes.Interface, mode report.Mode) (*api.DeschedulerPolicy, []string, error) {
 	policy, err := deschedulerpolicy.LoadPolicy(path, client, setupDeschedulerPlugins())
 	if err != nil {
@@ -95,6 +99,12 @@ func loadPolicy(path, source string, client kubernetes.Interface, mode report.Mo
 	var notes []string
 	if mode == report.ModeUpstream {
 		notes = UpstreamPolicy(policy)
+	}
+	// loadPolicy takes no context (see runner.go); the background logger is
+	// the one klog.FromContext falls back to.
+	logger := klog.Background()
+	for _, p := range deschedulerpolicy.ProfilePlugins(policy) {
+		budget.ReportProfile(logger, "descheduler", p.Name, p.Plugins)
 	}
 	return policy, notes, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"sigs.k8s.io/descheduler/pkg/api"
 
 	"github.com/budgetguard/budgetguard/internal/report"
@@ -113,4 +114,63 @@ func TestPolicyErrorsNameTheFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "my-policy.yaml") || !strings.Contains(err.Error(), "honorSafeToEvct") {
 		t.Errorf("error %v does not name the file and the field", err)
 	}
+}
+
+// TestPolicyCaseVariantIsAnError: the descheduler decodes field names
+// case-sensitively and would drop "preEvictionFilter", so BudgetAwareEvictor
+// would never run there; the sandbox refuses the policy before any control
+// plane starts.
+func TestPolicyCaseVariantIsAnError(t *testing.T) {
+	doc := strings.Replace(string(manifests.DeschedulerPolicy), "preevictionfilter:", "preEvictionFilter:", 1)
+	_, err := checkPolicy(t.TempDir(), "shipped", []byte(doc))
+	const want = `profiles[0].plugins.preEvictionFilter: unknown field; field names are case-sensitive, write "preevictionfilter"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkPolicy: error %v, want one containing %q", err, want)
+	}
+}
+
+// TestLoadPolicyReportsProfiles: loading a policy exports, per profile,
+// whether BudgetAwareEvictor protects it (budgetguard_profile_protected);
+// the upstream run's copy of the shipped profile is unprotected.
+func TestLoadPolicyReportsProfiles(t *testing.T) {
+	path, err := checkPolicy(t.TempDir(), "shipped", manifests.DeschedulerPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode report.Mode
+		want float64
+	}{{report.ModeUpstream, 0}, {report.ModeBudgetguard, 1}} {
+		if _, _, err := loadPolicy(path, "shipped", fake.NewClientset(), tc.mode); err != nil {
+			t.Fatalf("%s: load: %v", tc.mode, err)
+		}
+		if got, ok := profileProtected(t, "descheduler", "budgetguard"); !ok || got != tc.want {
+			t.Errorf("%s: budgetguard_profile_protected{component=descheduler,profile=budgetguard} = %v (reported: %v), want %v", tc.mode, got, ok, tc.want)
+		}
+	}
+}
+
+// profileProtected reads budgetguard_profile_protected{component,profile}
+// from the legacy registry; ok is false when it is not reported.
+func profileProtected(t *testing.T, component, profile string) (value float64, ok bool) {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "budgetguard_profile_protected" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["component"] == component && labels["profile"] == profile {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
 }

@@ -1,24 +1,31 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	"github.com/spf13/cobra"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	deschedulerapp "sigs.k8s.io/descheduler/cmd/descheduler/app"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 
 	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
+	"github.com/budgetguard/budgetguard/internal/version"
+	"github.com/budgetguard/budgetguard/plugins/budget"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 )
 
 // NewDeschedulerCommand returns the stock descheduler command with
-// BudgetAwareEvictor registered and strict policy checking.
+// BudgetAwareEvictor registered, strict policy checking, a report of where
+// BudgetAwareEvictor is enabled in each profile, budgetguard_build_info, and
+// the flags --validate-only and --version.
 func NewDeschedulerCommand(out io.Writer) *cobra.Command {
 	cmd := deschedulerapp.NewDeschedulerCommand(out)
 	stockPreRun, stockRun := cmd.PreRunE, cmd.RunE
@@ -27,6 +34,9 @@ func NewDeschedulerCommand(out io.Writer) *cobra.Command {
 		// without the plugin.
 		panic("budgetguard: the stock descheduler command has no PreRunE or RunE")
 	}
+	var validateOnly, printVersion bool
+	cmd.Flags().BoolVar(&validateOnly, "validate-only", false, "Check the policy file (--policy-config-file) as the descheduler would load it, without a cluster, and exit: 0 when it is valid, else non-zero with the errors.")
+	cmd.Flags().BoolVar(&printVersion, "version", false, "Print budgetguard's version and the Kubernetes and descheduler versions it embeds, and exit.")
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
 		if err := stockPreRun(c, args); err != nil {
 			return err
@@ -35,14 +45,54 @@ func NewDeschedulerCommand(out io.Writer) *cobra.Command {
 		return nil
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if f := c.Flags().Lookup("policy-config-file"); f != nil && f.Value.String() != "" {
-			if err := deschedulerpolicy.CheckPolicyFile(f.Value.String(), pluginregistry.PluginRegistry); err != nil {
+		if printVersion {
+			_, err := fmt.Fprintln(c.OutOrStdout(), version.Get())
+			return err
+		}
+		path := ""
+		if f := c.Flags().Lookup("policy-config-file"); f != nil {
+			path = f.Value.String()
+		}
+		if validateOnly {
+			return validate(c.OutOrStdout(), c.ErrOrStderr(), path)
+		}
+		version.RegisterMetrics()
+		if path != "" {
+			policy, err := deschedulerpolicy.ValidatePolicyFile(path, pluginregistry.PluginRegistry)
+			if err != nil {
 				return err
+			}
+			logger := klog.FromContext(c.Context())
+			for _, p := range deschedulerpolicy.ProfilePlugins(policy) {
+				budget.ReportProfile(logger, "descheduler", p.Name, p.Plugins)
 			}
 		}
 		return stockRun(c, args)
 	}
 	return cmd
+}
+
+// validate is --validate-only: it prints "policy PATH is valid" to out, or
+// each error on a line of its own to errOut and returns an error.
+func validate(out, errOut io.Writer, path string) error {
+	if path == "" {
+		return errors.New("--validate-only needs --policy-config-file")
+	}
+	_, err := deschedulerpolicy.ValidatePolicyFile(path, pluginregistry.PluginRegistry)
+	if err == nil {
+		_, err = fmt.Fprintf(out, "policy %s is valid\n", path)
+		return err
+	}
+	errs := []error{err}
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		errs = utilerrors.Flatten(agg).Errors()
+	}
+	fmt.Fprintf(errOut, "policy %s is invalid:\n", path)
+	for _, e := range errs {
+		fmt.Fprintf(errOut, "  %v\n", e)
+	}
+	return fmt.Errorf("policy %s is invalid", path)
 }
 
 // restConfigFromFlags builds a client config from the same kubeconfig flags
