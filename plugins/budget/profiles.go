@@ -32,6 +32,13 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"component", "profile"})
 	registerProfiles sync.Once
+
+	// reported holds the plugin/extension-point pairs last set per
+	// component and profile, so that a profile reported again (the sandbox
+	// runs the same profiles upstream and with budgetguard) loses the
+	// series it no longer has.
+	reportedMu sync.Mutex
+	reported   = map[[2]string][][2]string{}
 )
 
 // ProfilePlugins says where budgetguard's plugins are enabled in one
@@ -50,13 +57,22 @@ func ReportProfile(logger klog.Logger, component, profile string, enabled Profil
 		}
 	}
 	sort.Strings(points)
+	key := [2]string{component, profile}
+	reportedMu.Lock()
+	for _, pp := range reported[key] {
+		profilePluginEnabled.DeleteLabelValues(component, profile, pp[0], pp[1])
+	}
 	var where []string
+	var set [][2]string
 	for _, point := range points {
 		for _, plugin := range enabled[point] {
 			profilePluginEnabled.WithLabelValues(component, profile, plugin, point).Set(1)
 			where = append(where, plugin+"@"+point)
+			set = append(set, [2]string{plugin, point})
 		}
 	}
+	reported[key] = set
+	reportedMu.Unlock()
 	if len(where) == 0 {
 		profileProtected.WithLabelValues(component, profile).Set(0)
 		logger.Info("Warning: this profile runs without budgetguard; its disruptions are not checked against disruption budgets", "component", component, "profile", profile)
