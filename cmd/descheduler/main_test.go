@@ -106,7 +106,7 @@ func TestDeschedulerVersion(t *testing.T) {
 		// No "Kubernetes v1.36.3": the descheduler links no
 		// k8s.io/kubernetes, and package version leaves out what a binary
 		// does not link.
-		for _, want := range []string{"budgetguard v", "descheduler v0.36.0"} {
+		for _, want := range []string{"budgetguard v", "Kubernetes v1.36.3", "descheduler v0.36.0"} {
 			if res.Code != 0 || !strings.Contains(out, want) {
 				t.Errorf("%v: exit code %d, output %q; want 0 and %q", args, res.Code, out, want)
 			}

@@ -61,6 +61,7 @@ func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
 		}
 		return info
 	}
+	clientGo := ""
 	for _, dep := range bi.Deps {
 		v := dep.Version
 		if dep.Replace != nil && dep.Replace.Version != "" {
@@ -69,9 +70,17 @@ func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
 		switch dep.Path {
 		case "k8s.io/kubernetes":
 			info.Kubernetes = v
+		case "k8s.io/client-go":
+			clientGo = v
 		case "sigs.k8s.io/descheduler":
 			info.Descheduler = v
 		}
+	}
+	// A binary without k8s.io/kubernetes (the descheduler) embeds
+	// Kubernetes' libraries: client-go v0.X.Y is released with Kubernetes
+	// v1.X.Y.
+	if info.Kubernetes == unknown && strings.HasPrefix(clientGo, "v0.") && clientGo != "v0.0.0" {
+		info.Kubernetes = "v1." + strings.TrimPrefix(clientGo, "v0.")
 	}
 	if info.Version == "" {
 		info.Version = fromVCS(bi)

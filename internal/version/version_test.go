@@ -66,3 +66,19 @@ budgetguard_build_info{descheduler_version="` + i.Descheduler + `",go_version="`
 		t.Error(err)
 	}
 }
+
+// The descheduler links Kubernetes' client libraries, not k8s.io/kubernetes:
+// client-go v0.X.Y (here through a replace) is Kubernetes v1.X.Y.
+func TestKubernetesFromClientGo(t *testing.T) {
+	bi := &debug.BuildInfo{Deps: []*debug.Module{
+		{Path: "k8s.io/client-go", Version: "v0.0.0", Replace: &debug.Module{Path: "k8s.io/client-go", Version: "v0.36.3"}},
+		{Path: "sigs.k8s.io/descheduler", Version: "v0.36.0"},
+	}}
+	if got := fromBuildInfo(bi, true).Kubernetes; got != "v1.36.3" {
+		t.Errorf("Kubernetes = %q, want v1.36.3 from client-go v0.36.3", got)
+	}
+	bi.Deps = append(bi.Deps, &debug.Module{Path: "k8s.io/kubernetes", Version: "v1.36.2"})
+	if got := fromBuildInfo(bi, true).Kubernetes; got != "v1.36.2" {
+		t.Errorf("Kubernetes = %q, want k8s.io/kubernetes' v1.36.2 over client-go's", got)
+	}
+}
