@@ -4,6 +4,8 @@
 // and which disruption budgets broke, as an independent auditor saw it.
 // With --compare it runs the scenario twice, with upstream DefaultPreemption
 // and DefaultEvictor and then with budgetguard, and shows both side by side.
+// `sandbox validate` checks a scenario and the files it names without
+// running it.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"github.com/budgetguard/budgetguard/internal/report"
 	"github.com/budgetguard/budgetguard/internal/runner"
 	"github.com/budgetguard/budgetguard/internal/scenario"
+	"github.com/budgetguard/budgetguard/internal/version"
 )
 
 // Exit codes.
@@ -53,7 +56,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "sandbox: %v\n", err)
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr, "Run 'sandbox --help' or 'sandbox run --help' for usage.")
+		fmt.Fprintln(stderr, "Run 'sandbox --help' or 'sandbox <command> --help' for usage.")
 		return exitUsage
 	}
 	return exitError
@@ -78,10 +81,24 @@ watches) saw it.`,
   sandbox run --compare examples/scenarios/preemption-under-pdb.yaml
 
   # Only budgetguard, as JSON for a program.
-  sandbox run --output json examples/scenarios/pub-protected.yaml`,
+  sandbox run --output json examples/scenarios/pub-protected.yaml
+
+  # Check a scenario and the configuration files it names; run nothing.
+  sandbox validate examples/scenarios/pub-protected.yaml`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	// Cobra adds pflag's global flag set to the root's persistent flags,
+	// and an imported Kubernetes package (component-base's verflag)
+	// registers a --version there that prints Kubernetes' version. The
+	// root's own --version, defined first, takes its place on the root;
+	// the global one is merged now and hidden from the subcommands.
+	var showVersion bool
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version of sandbox and of the Kubernetes and descheduler it embeds, and exit")
+	_ = root.InheritedFlags()
+	if root.PersistentFlags().Lookup("version") != nil {
+		_ = root.PersistentFlags().MarkHidden("version")
 	}
 	// Without a subcommand, show the help; anything else is a mistake.
 	root.Args = cobra.ArbitraryArgs
@@ -89,20 +106,67 @@ watches) saw it.`,
 		if len(args) > 0 {
 			return usageError{fmt.Errorf("unknown command %q", args[0])}
 		}
+		if showVersion {
+			return printVersion(stdout)
+		}
 		return cmd.Help()
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCommand(stdout, stderr))
-	// Cobra adds pflag's global flag set to the root's persistent flags,
-	// and an imported Kubernetes package registers --version there, which
-	// this command does not implement: merge it now and hide it.
-	_ = root.InheritedFlags()
-	if root.PersistentFlags().Lookup("version") != nil {
-		_ = root.PersistentFlags().MarkHidden("version")
-	}
+	root.AddCommand(newRunCommand(stdout, stderr), newValidateCommand(stdout, stderr), newVersionCommand(stdout))
 	return root
+}
+
+// printVersion writes the line --version and `sandbox version` print.
+func printVersion(w io.Writer) error {
+	_, err := fmt.Fprintln(w, version.Get().String())
+	return err
+}
+
+func newVersionCommand(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of sandbox and of the Kubernetes and descheduler it embeds",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usageError{fmt.Errorf("version takes no arguments; got %d", len(args))}
+			}
+			return nil
+		},
+		RunE: func(*cobra.Command, []string) error { return printVersion(stdout) },
+	}
+}
+
+func newValidateCommand(stdout, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate SCENARIO",
+		Short: "Check a scenario file and the configuration files it names, without running it",
+		Long: `validate checks the scenario file SCENARIO as run does before it starts
+anything, and starts nothing: the scenario itself (header, steps and
+manifests), the KubeSchedulerConfiguration as written and as each mode
+rewrites it (upstream and budgetguard), and the DeschedulerPolicy, whether or
+not a step deschedules. Without scheduler.config or descheduler.policy in the
+header, the shipped files are checked.
+
+Exit status: 0 when the scenario is valid (it prints "SCENARIO is valid");
+1 when it is not, with every problem on stderr; 2 for bad arguments or
+flags.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("validate takes exactly one argument, the scenario file; got %d", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := quietLogging(cmd.Context(), stderr)
+			if _, err := loadScenario(ctx, args[0]); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(stdout, "%s is valid\n", args[0])
+			return err
+		},
+	}
 }
 
 // runFlags are the flags of `sandbox run`.
@@ -127,6 +191,9 @@ The steps are apply (create the manifests of a phase), wait (podsReady,
 podScheduled or budgetsObserved, with a timeout and optionally
 continueOnTimeout), setReadiness, deschedule (one descheduler loop), and
 settle. Examples are in examples/scenarios.
+
+Before the first run starts, the scenario and the files it names are checked
+for both modes, with or without --compare, as 'sandbox validate' does.
 
 The scheduler uses the scenario's scheduler.config, or budgetguard's shipped
 KubeSchedulerConfiguration (manifests/scheduler/scheduler-config.yaml,
@@ -181,11 +248,7 @@ func runScenario(ctx context.Context, path string, f runFlags, stdout, stderr io
 		ctx = quietLogging(ctx, stderr)
 	}
 
-	sc, err := scenario.Load(path)
-	var problems scenario.ErrorList
-	if errors.As(err, &problems) {
-		return fmt.Errorf("invalid scenario, %d problem(s):\n%w", len(problems), err)
-	}
+	sc, err := loadScenario(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -210,4 +273,21 @@ func modeList(modes []report.Mode) string {
 		return string(modes[0]) + " only"
 	}
 	return fmt.Sprintf("%s first, then %s", modes[0], modes[1])
+}
+
+// loadScenario parses the scenario at path and validates the files it names,
+// for both modes, before anything starts.
+func loadScenario(ctx context.Context, path string) (*scenario.Scenario, error) {
+	sc, err := scenario.Load(path)
+	var problems scenario.ErrorList
+	if errors.As(err, &problems) {
+		return nil, fmt.Errorf("invalid scenario, %d problem(s):\n%w", len(problems), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := runner.Validate(ctx, sc); err != nil {
+		return nil, fmt.Errorf("invalid scenario %s:\n%w", path, err)
+	}
+	return sc, nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/budgetguard/budgetguard/internal/testmain"
+	"github.com/budgetguard/budgetguard/internal/testobj"
+	"github.com/budgetguard/budgetguard/internal/version"
 )
 
 func TestMain(m *testing.M) { testmain.Main(m, main) }
@@ -15,13 +17,10 @@ func TestHelpDocumentsTheCommandAndItsFlags(t *testing.T) {
 	if res.Code != 0 {
 		t.Errorf("--help: exit code %d, want 0", res.Code)
 	}
-	for _, want := range []string{"run", "sandbox run --compare examples/scenarios/preemption-under-pdb.yaml"} {
+	for _, want := range []string{"run", "validate", "version", "--version", "sandbox run --compare examples/scenarios/preemption-under-pdb.yaml"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("--help does not mention %q:\n%s", want, res.Stdout)
 		}
-	}
-	if strings.Contains(res.Stdout, "--version") {
-		t.Errorf("--help offers --version, which this command does not implement:\n%s", res.Stdout)
 	}
 
 	res = testmain.Run(t, "run", "--help")
@@ -50,6 +49,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"two scenarios", []string{"run", "a.yaml", "b.yaml"}, []string{"exactly one argument", "got 2"}},
 		{"unknown flag", []string{"run", "--compair", "a.yaml"}, []string{"unknown flag: --compair"}},
 		{"unknown command", []string{"frob"}, []string{`unknown command "frob"`}},
+		{"validate without a scenario", []string{"validate"}, []string{"exactly one argument"}},
+		{"validate two scenarios", []string{"validate", "a.yaml", "b.yaml"}, []string{"exactly one argument", "got 2"}},
+		{"version with an argument", []string{"version", "now"}, []string{"no arguments"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := testmain.Run(t, tc.args...)
@@ -114,5 +116,130 @@ spec:
 	// The scenario is rejected before any control plane starts.
 	if strings.Contains(res.Stderr, "control plane") {
 		t.Errorf("a control plane was started for an invalid scenario:\n%s", res.Stderr)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	want := version.Get().String() + "\n"
+	if !strings.HasPrefix(want, "budgetguard ") {
+		t.Fatalf("version.Get().String() = %q, want it to start with budgetguard", want)
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		res := testmain.Run(t, args...)
+		if res.Code != exitOK || res.Stdout != want || res.Stderr != "" {
+			t.Errorf("sandbox %s: exit code %d, stdout %q, stderr %q; want 0, %q and nothing", strings.Join(args, " "), res.Code, res.Stdout, res.Stderr, want)
+		}
+	}
+}
+
+// exampleScenarios are the scenario files under examples/scenarios.
+func exampleScenarios(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "scenarios", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios in examples/scenarios: %v", err)
+	}
+	return files
+}
+
+func TestValidateExamples(t *testing.T) {
+	for _, path := range exampleScenarios(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			res := testmain.Run(t, "validate", path)
+			if res.Code != exitOK || res.Stdout != path+" is valid\n" {
+				t.Errorf("exit code %d, stdout %q, want 0 and %q; stderr:\n%s", res.Code, res.Stdout, path+" is valid\n", res.Stderr)
+			}
+		})
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	const scenario = `apiVersion: sandbox.budgetguard.io/v1alpha1
+kind: Scenario
+metadata: {name: bad}
+scheduler: {config: sched.yaml}
+descheduler: {policy: policy.yaml}
+steps:
+- apply: {phase: setup}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+`
+	goodConfig := testobj.SchedulerConfig{}.YAML()
+	goodPolicy := testobj.DeschedulerPolicy{BudgetAware: true, Strategy: "RemoveDuplicates"}.YAML()
+	for _, tc := range []struct {
+		name                     string
+		scenario, config, policy string
+		want                     []string
+	}{
+		{
+			name:     "a PUB OpenKruise rejects",
+			scenario: scenario + "---\napiVersion: policy.kruise.io/v1alpha1\nkind: PodUnavailableBudget\nmetadata: {name: web, namespace: shop}\nspec: {maxUnavailable: 1}\n",
+			config:   goodConfig, policy: goodPolicy,
+			want: []string{"invalid scenario", "document 2 (PodUnavailableBudget shop/web)", "spec", "selector", "targetRef"},
+		},
+		{
+			name:     "BudgetAwarePreemption args with actuation Kill",
+			scenario: scenario,
+			config:   testobj.SchedulerConfig{Args: "{actuation: Kill}"}.YAML(), policy: goodPolicy,
+			want: []string{"invalid scenario", "sched.yaml", "args.actuation", "Kill"},
+		},
+		{
+			name:     "a bad policy and no deschedule step",
+			scenario: scenario,
+			config:   goodConfig, policy: strings.Replace(goodPolicy, "kind: DeschedulerPolicy", "kind: DeschedulerPolicy\nmaxNoOfPodsToEvictPerNod: 1", 1),
+			want: []string{"invalid scenario", "policy.yaml", "maxNoOfPodsToEvictPerNod"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := testmain.WriteFile(t, dir, "bad.yaml", tc.scenario)
+			testmain.WriteFile(t, dir, "sched.yaml", tc.config)
+			testmain.WriteFile(t, dir, "policy.yaml", tc.policy)
+			res := testmain.Run(t, "validate", path)
+			if res.Code != exitError {
+				t.Errorf("exit code %d, want %d", res.Code, exitError)
+			}
+			if res.Stdout != "" {
+				t.Errorf("stdout is not empty:\n%s", res.Stdout)
+			}
+			for _, want := range append(tc.want, path) {
+				if !strings.Contains(res.Stderr, want) {
+					t.Errorf("stderr does not say %q:\n%s", want, res.Stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestRunValidatesBeforeAnyRun: with --compare, a mistake in the
+// budgetguard-only args stops the command before the upstream run starts a
+// control plane.
+func TestRunValidatesBeforeAnyRun(t *testing.T) {
+	dir := t.TempDir()
+	path := testmain.WriteFile(t, dir, "s.yaml", `apiVersion: sandbox.budgetguard.io/v1alpha1
+kind: Scenario
+metadata: {name: kill}
+scheduler: {config: sched.yaml}
+steps:
+- apply: {phase: setup}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+`)
+	testmain.WriteFile(t, dir, "sched.yaml", testobj.SchedulerConfig{Args: "{actuation: Kill}"}.YAML())
+	res := testmain.Run(t, "run", "--compare", path)
+	if res.Code != exitError {
+		t.Errorf("exit code %d, want %d", res.Code, exitError)
+	}
+	for _, want := range []string{"args.actuation", "Kill"} {
+		if !strings.Contains(res.Stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, res.Stderr)
+		}
+	}
+	if strings.Contains(res.Stderr, "control plane") {
+		t.Errorf("a control plane was started:\n%s", res.Stderr)
 	}
 }

@@ -53,7 +53,7 @@ type run struct {
 	client   kubernetes.Interface
 	kruise   kruiseclientset.Interface
 	// deschedulerClient is the descheduler's client; policyPath its
-	// checked policy file ("" when no step deschedules).
+	// checked policy file, which policySource names in errors.
 	deschedulerClient kubernetes.Interface
 	policyPath        string
 	policySource      string
@@ -74,7 +74,7 @@ func (r *run) printf(format string, args ...any) {
 // step as steps[i].
 //
 // Only one control plane runs in a process at a time, so runs cannot
-// overlap; run the modes one after the other.
+// overlap; run the modes one after the other, after Validate.
 func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Options) (_ report.Run, err error) {
 	if sc == nil {
 		return report.Run{}, errors.New("runner: no scenario")
@@ -160,11 +160,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 	return out, nil
 }
 
-// loadConfig reads and checks the scheduler configuration and, when a step
-// deschedules, the descheduler policy, before any control plane starts, so
-// that a bad file fails fast. dir is the run's scratch directory.
+// loadConfig reads and checks the scheduler configuration and the
+// descheduler policy before any control plane starts, so that a bad file
+// fails fast. The policy is checked even when no step deschedules: a
+// scenario must not pass with a policy the descheduler would reject. dir is
+// the run's scratch directory.
 func (r *run) loadConfig(ctx context.Context, dir string) (*schedulerConfig, error) {
-	schedSource, schedData, err := readOrShipped(r.sc, r.sc.SchedulerConfig, "manifests/scheduler/scheduler-config.yaml", manifests.SchedulerConfig)
+	schedSource, schedData, err := readOrShipped(r.sc, r.sc.SchedulerConfig, shippedSchedulerConfig, manifests.SchedulerConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -172,15 +174,13 @@ func (r *run) loadConfig(ctx context.Context, dir string) (*schedulerConfig, err
 	if err != nil {
 		return nil, err
 	}
-	if deschedules(r.sc) {
-		var policyData []byte
-		r.policySource, policyData, err = readOrShipped(r.sc, r.sc.DeschedulerPolicy, "manifests/descheduler/policy.yaml", manifests.DeschedulerPolicy)
-		if err != nil {
-			return nil, err
-		}
-		if r.policyPath, err = checkPolicy(dir, r.policySource, policyData); err != nil {
-			return nil, err
-		}
+	var policyData []byte
+	r.policySource, policyData, err = readOrShipped(r.sc, r.sc.DeschedulerPolicy, shippedDeschedulerPolicy, manifests.DeschedulerPolicy)
+	if err != nil {
+		return nil, err
+	}
+	if r.policyPath, err = checkPolicy(dir, r.policySource, policyData); err != nil {
+		return nil, err
 	}
 	return schedCfg, nil
 }
@@ -357,16 +357,6 @@ func (r *run) deschedule(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return "one loop", nil
-}
-
-// deschedules reports whether a step of sc runs the descheduler.
-func deschedules(sc *scenario.Scenario) bool {
-	for _, s := range sc.Steps {
-		if s.Deschedule != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // readOrShipped reads the file at path (which the scenario has resolved
