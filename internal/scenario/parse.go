@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	kruisepolicyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -174,6 +175,9 @@ func parseManifest(c *collector, d document) (Object, bool) {
 	if k.template != nil {
 		checkReadinessAnnotation(de, "spec.template.metadata", k.template(obj).Annotations, true)
 	}
+	if pub, ok := obj.(*kruisepolicyv1alpha1.PodUnavailableBudget); ok {
+		checkPUB(de, pub)
+	}
 	if c.total != before {
 		return Object{}, false
 	}
@@ -263,6 +267,7 @@ func checkObjects(c *collector, s *Scenario, applies []applyRef) {
 				Detail: fmt.Sprintf("no manifest is in phase %q (manifests name their phase in the annotation %s; the default is %q)", a.phase, PhaseAnnotation, DefaultPhase)})
 		}
 	}
+	checkPUBConflicts(c, s, applyStep)
 	if len(applies) == 0 && len(s.Steps) == 0 {
 		// The header is broken or has no steps (reported already); every
 		// phase would look unapplied.

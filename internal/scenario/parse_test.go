@@ -305,28 +305,32 @@ func TestParseInvalid(t *testing.T) {
 		{"only separators", "---\n---\n", []want{{0, "", "", 0, "empty; the first document must be the scenario header"}}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := testDir(t)
-			s, err := Parse([]byte(tc.input), "x.yaml", dir)
-			if err == nil {
-				t.Fatalf("Parse succeeded with %d steps and %d objects, want errors", len(s.Steps), len(s.Objects))
-			}
-			t.Log(err)
-			var list ErrorList
-			if !errors.As(err, &list) {
-				t.Fatalf("error is %T, want ErrorList: %v", err, err)
-			}
-			if len(list) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d:\n%v", len(list), len(tc.want), err)
-			}
-			for i, w := range tc.want {
-				g := list[i]
-				got := want{g.Document, g.Object, g.Field, g.Line, g.Detail}
-				if got.doc != w.doc || got.object != w.object || got.field != w.field || got.line != w.line || !strings.Contains(got.detail, w.detail) || g.File != "x.yaml" {
-					t.Errorf("problem %d:\ngot  %+v (file %q)\nwant %+v (detail as a substring)", i, got, g.File, w)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { expectProblems(t, tc.input, tc.want) })
+	}
+}
+
+// expectProblems parses input as x.yaml and checks that Parse reports
+// exactly the problems in want, in order.
+func expectProblems(t *testing.T, input string, wants []want) {
+	t.Helper()
+	s, err := Parse([]byte(input), "x.yaml", testDir(t))
+	if err == nil {
+		t.Fatalf("Parse succeeded with %d steps and %d objects, want errors", len(s.Steps), len(s.Objects))
+	}
+	t.Log(err)
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("error is %T, want ErrorList: %v", err, err)
+	}
+	if len(list) != len(wants) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(list), len(wants), err)
+	}
+	for i, w := range wants {
+		g := list[i]
+		got := want{g.Document, g.Object, g.Field, g.Line, g.Detail}
+		if got.doc != w.doc || got.object != w.object || got.field != w.field || got.line != w.line || !strings.Contains(got.detail, w.detail) || g.File != "x.yaml" {
+			t.Errorf("problem %d:\ngot  %+v (file %q)\nwant %+v (detail as a substring)", i, got, g.File, w)
+		}
 	}
 }
 
