@@ -1,7 +1,8 @@
 // Package manifests embeds the shipped configuration files that programs need
 // at run time, so that a binary such as cmd/sandbox works from any directory.
-// The files themselves stay where operators find them: manifests/scheduler and
-// manifests/descheduler.
+// The files themselves stay where operators find them: manifests/scheduler,
+// manifests/descheduler and manifests/descheduler-cronjob, each a kustomization
+// that `kubectl apply -k` applies.
 package manifests
 
 import "embed"
@@ -9,7 +10,7 @@ import "embed"
 // Files holds every shipped manifest under manifests/, by its path below
 // manifests/ (e.g. "scheduler/rbac.yaml").
 //
-//go:embed scheduler/*.yaml descheduler/*.yaml crds/*.yaml
+//go:embed scheduler/*.yaml descheduler/*.yaml descheduler-cronjob/*.yaml crds/*.yaml
 var Files embed.FS
 
 // SchedulerConfig is manifests/scheduler/scheduler-config.yaml, the shipped

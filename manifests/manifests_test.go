@@ -18,6 +18,7 @@ import (
 	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
+	kustomizetypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
@@ -63,7 +64,8 @@ func TestEveryManifestIsEmbedded(t *testing.T) {
 // strictly as its kind: Kubernetes objects with client-go's scheme (plus
 // CRDs), KubeSchedulerConfigurations with kube-scheduler's codec and
 // validation, DeschedulerPolicies with the descheduler binary's strict
-// check. Configurations inside a ConfigMap's data are decoded too.
+// check, Kustomizations with kustomize's types. Configurations inside a
+// ConfigMap's data are decoded too.
 func TestEveryManifestDecodes(t *testing.T) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -100,6 +102,10 @@ func TestEveryManifestDecodes(t *testing.T) {
 			if err := deschedulerpolicy.CheckPolicy(doc, pluginregistry.PluginRegistry); err != nil {
 				t.Errorf("%s: %v", where, err)
 			}
+		case kustomizetypes.KustomizationKind:
+			if _, err := decodeKustomization(doc); err != nil {
+				t.Errorf("%s: %v", where, err)
+			}
 		default:
 			if _, _, err := strict.Decode(doc, nil, nil); err != nil {
 				t.Errorf("%s: %v", where, err)
@@ -123,9 +129,73 @@ func TestEveryManifestDecodes(t *testing.T) {
 			check(fmt.Sprintf("%s document %d", path, i), doc)
 		}
 	}
-	for _, kind := range []string{"KubeSchedulerConfiguration", "DeschedulerPolicy", "CustomResourceDefinition", "Deployment", "ClusterRole"} {
+	for _, kind := range []string{"KubeSchedulerConfiguration", "DeschedulerPolicy", "CustomResourceDefinition", "Deployment", "CronJob", "ClusterRole", kustomizetypes.KustomizationKind} {
 		if kinds[kind] == 0 {
 			t.Errorf("no shipped %s was decoded; kinds seen: %v", kind, kinds)
+		}
+	}
+}
+
+// decodeKustomization decodes a kustomization.yaml strictly (an unknown or
+// duplicated field is an error) and rejects a wrong apiVersion or kind and
+// the fields kustomize has deprecated.
+func decodeKustomization(data []byte) (*kustomizetypes.Kustomization, error) {
+	var k kustomizetypes.Kustomization
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		return nil, err
+	}
+	if k.APIVersion != kustomizetypes.KustomizationVersion || k.Kind != kustomizetypes.KustomizationKind {
+		return nil, fmt.Errorf("apiVersion/kind is %q/%q, want %q/%q", k.APIVersion, k.Kind, kustomizetypes.KustomizationVersion, kustomizetypes.KustomizationKind)
+	}
+	if deprecated := k.CheckDeprecatedFields(); deprecated != nil && len(*deprecated) > 0 {
+		return nil, fmt.Errorf("deprecated fields: %s", strings.Join(*deprecated, "; "))
+	}
+	return &k, nil
+}
+
+// TestEveryManifestIsInAKustomization fails when a YAML file in a directory
+// that `kubectl apply -k` applies is neither one of its kustomization's
+// resources nor a file one of its generators reads, so that no file is
+// shipped that the documented way of applying leaves out.
+func TestEveryManifestIsInAKustomization(t *testing.T) {
+	dirs := map[string]bool{}
+	for _, path := range shippedFiles(t) {
+		if dir := filepath.Dir(path); dir != "crds" { // the CRDs are OpenKruise's, for the sandbox
+			dirs[dir] = true
+		}
+	}
+	for dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+		if err != nil {
+			t.Errorf("%s: %v; every directory of manifests is applied with kubectl apply -k", dir, err)
+			continue
+		}
+		k, err := decodeKustomization(data)
+		if err != nil {
+			t.Errorf("%s/kustomization.yaml: %v", dir, err)
+			continue
+		}
+		used := map[string]bool{"kustomization.yaml": true}
+		for _, r := range k.Resources {
+			used[r] = true
+		}
+		for _, g := range k.ConfigMapGenerator {
+			for _, f := range g.FileSources {
+				_, file, _ := strings.Cut(f, "=")
+				if file == "" {
+					file = f
+				}
+				used[file] = true
+			}
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") && !used[e.Name()] {
+				t.Errorf("%s/%s is in no resource or generator of %s/kustomization.yaml", dir, e.Name(), dir)
+			}
 		}
 	}
 }
