@@ -76,12 +76,14 @@ func setCurrent(cp *sandbox.ControlPlane) {
 // checkPolicy checks the policy strictly, as the budgetguard descheduler
 // binary does, before any control plane starts. dir is a scratch directory.
 func checkPolicy(dir, source string, data []byte) (string, error) {
+	// Checked from memory, so that errors name source, not the scratch
+	// copy that loadPolicy reads.
+	if err := deschedulerpolicy.CheckPolicy(data, setupDeschedulerPlugins()); err != nil {
+		return "", fmt.Errorf("descheduler policy %s: %w", source, err)
+	}
 	path := filepath.Join(dir, "descheduler-policy.yaml")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return "", err
-	}
-	if err := deschedulerpolicy.CheckPolicyFile(path, setupDeschedulerPlugins()); err != nil {
-		return "", fmt.Errorf("descheduler policy %s: %w", source, err)
 	}
 	return path, nil
 }

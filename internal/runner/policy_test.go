@@ -114,6 +114,10 @@ func TestPolicyErrorsNameTheFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "my-policy.yaml") || !strings.Contains(err.Error(), "honorSafeToEvct") {
 		t.Errorf("error %v does not name the file and the field", err)
 	}
+	// The scratch copy the descheduler later reads is not the user's file.
+	if err != nil && strings.Contains(err.Error(), "descheduler-policy.yaml") {
+		t.Errorf("error %v names the sandbox's scratch copy", err)
+	}
 }
 
 // TestPolicyCaseVariantIsAnError: the descheduler decodes field names
