@@ -85,16 +85,7 @@ func TestMissingScenarioFile(t *testing.T) {
 }
 
 func TestInvalidScenarioNamesDocumentAndField(t *testing.T) {
-	path := testmain.WriteFile(t, t.TempDir(), "bad.yaml", `apiVersion: sandbox.budgetguard.io/v1alpha1
-kind: Scenario
-metadata: {name: bad}
-steps:
-- apply: {phase: setup}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop}
----
+	path := testmain.WriteFile(t, t.TempDir(), "bad.yaml", scenarioHeader+setupStep+shopNamespace+`---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: web, namespace: shop}
@@ -102,17 +93,7 @@ spec:
   maxUnavailabel: 1
 `)
 	res := testmain.Run(t, "run", "--compare", path)
-	if res.Code != exitError {
-		t.Errorf("exit code %d, want %d", res.Code, exitError)
-	}
-	if res.Stdout != "" {
-		t.Errorf("stdout is not empty:\n%s", res.Stdout)
-	}
-	for _, want := range []string{"invalid scenario", path, "document 2 (PodDisruptionBudget shop/web)", "spec.maxUnavailabel"} {
-		if !strings.Contains(res.Stderr, want) {
-			t.Errorf("stderr does not say %q:\n%s", want, res.Stderr)
-		}
-	}
+	expectError(t, res, "invalid scenario", path, "document 2 (PodDisruptionBudget shop/web)", "spec.maxUnavailabel")
 	// The scenario is rejected before any control plane starts.
 	if strings.Contains(res.Stderr, "control plane") {
 		t.Errorf("a control plane was started for an invalid scenario:\n%s", res.Stderr)
@@ -154,18 +135,7 @@ func TestValidateExamples(t *testing.T) {
 }
 
 func TestValidateRejects(t *testing.T) {
-	const scenario = `apiVersion: sandbox.budgetguard.io/v1alpha1
-kind: Scenario
-metadata: {name: bad}
-scheduler: {config: sched.yaml}
-descheduler: {policy: policy.yaml}
-steps:
-- apply: {phase: setup}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop}
-`
+	const scenario = scenarioHeader + "scheduler: {config: sched.yaml}\ndescheduler: {policy: policy.yaml}\n" + setupStep + shopNamespace
 	goodConfig := testobj.SchedulerConfig{}.YAML()
 	goodPolicy := testobj.DeschedulerPolicy{BudgetAware: true, Strategy: "RemoveDuplicates"}.YAML()
 	for _, tc := range []struct {
@@ -198,17 +168,7 @@ metadata: {name: shop}
 			testmain.WriteFile(t, dir, "sched.yaml", tc.config)
 			testmain.WriteFile(t, dir, "policy.yaml", tc.policy)
 			res := testmain.Run(t, "validate", path)
-			if res.Code != exitError {
-				t.Errorf("exit code %d, want %d", res.Code, exitError)
-			}
-			if res.Stdout != "" {
-				t.Errorf("stdout is not empty:\n%s", res.Stdout)
-			}
-			for _, want := range append(tc.want, path) {
-				if !strings.Contains(res.Stderr, want) {
-					t.Errorf("stderr does not say %q:\n%s", want, res.Stderr)
-				}
-			}
+			expectError(t, res, append(tc.want, path)...)
 		})
 	}
 }
@@ -231,15 +191,33 @@ metadata: {name: node-a}
 `)
 	testmain.WriteFile(t, dir, "sched.yaml", testobj.SchedulerConfig{Args: "{actuation: Kill}"}.YAML())
 	res := testmain.Run(t, "run", "--compare", path)
-	if res.Code != exitError {
-		t.Errorf("exit code %d, want %d", res.Code, exitError)
-	}
-	for _, want := range []string{"args.actuation", "Kill"} {
-		if !strings.Contains(res.Stderr, want) {
-			t.Errorf("stderr does not say %q:\n%s", want, res.Stderr)
-		}
-	}
+	expectError(t, res, "args.actuation", "Kill")
 	if strings.Contains(res.Stderr, "control plane") {
 		t.Errorf("a control plane was started:\n%s", res.Stderr)
 	}
 }
+
+// expectError checks that the command failed with exit code 1, wrote
+// nothing to stdout (the report), and said each of want on stderr.
+func expectError(t *testing.T, res testmain.Result, want ...string) {
+	t.Helper()
+	if res.Code != exitError {
+		t.Errorf("exit code %d, want %d", res.Code, exitError)
+	}
+	if res.Stdout != "" {
+		t.Errorf("stdout is not empty:\n%s", res.Stdout)
+	}
+	for _, w := range want {
+		if !strings.Contains(res.Stderr, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, res.Stderr)
+		}
+	}
+}
+
+// The parts of the scenarios the tests write: a header named bad, one step
+// that applies the setup phase, and a namespace shop.
+const (
+	scenarioHeader = "apiVersion: sandbox.budgetguard.io/v1alpha1\nkind: Scenario\nmetadata: {name: bad}\n"
+	setupStep      = "steps:\n- apply: {phase: setup}\n"
+	shopNamespace  = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n"
+)

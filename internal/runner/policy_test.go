@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"sigs.k8s.io/descheduler/pkg/api"
 
 	"github.com/budgetguard/budgetguard/internal/report"
+	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/manifests"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 )
@@ -158,23 +158,5 @@ func TestLoadPolicyReportsProfiles(t *testing.T) {
 // from the legacy registry; ok is false when it is not reported.
 func profileProtected(t *testing.T, component, profile string) (value float64, ok bool) {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "budgetguard_profile_protected" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["component"] == component && labels["profile"] == profile {
-				return m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
+	return testenv.Metric(t, "budgetguard_profile_protected", map[string]string{"component": component, "profile": profile})
 }

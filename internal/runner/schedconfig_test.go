@@ -110,42 +110,10 @@ func TestUpstreamSchedulerConfigRewrites(t *testing.T) {
 		// notes: how many profiles were rewritten
 		rewritten int
 	}{
-		{
-			name:      "postFilter enables ours and disables DefaultPreemption",
-			doc:       testobj.SchedulerConfig{SchedulerName: "bg", Args: "{mode: BestEffort}"}.YAML(),
-			want:      []string{defaultPreemption},
-			rewritten: 1,
-		},
-		{
-			name: "postFilter disables everything",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    postFilter:
-      enabled: [{name: BudgetAwarePreemption}]
-      disabled: [{name: "*"}]
-`,
-			want:      []string{defaultPreemption},
-			rewritten: 1,
-		},
-		{
-			name: "enabled through multiPoint",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    multiPoint:
-      enabled: [{name: BudgetAwarePreemption}]
-      disabled: [{name: DefaultPreemption}]
-`,
-			want:      []string{defaultPreemption},
-			rewritten: 1,
-		},
-		{
-			name:      "a stock profile is left alone",
-			doc:       header + "profiles:\n- schedulerName: bg\n",
-			want:      []string{defaultPreemption},
-			rewritten: 0,
-		},
+		{"postFilter enables ours and disables DefaultPreemption", testobj.SchedulerConfig{SchedulerName: "bg", Args: "{mode: BestEffort}"}.YAML(), []string{defaultPreemption}, 1},
+		{"postFilter disables everything", header + "profiles:\n- {schedulerName: bg, plugins: {postFilter: {enabled: [{name: BudgetAwarePreemption}], disabled: [{name: '*'}]}}}\n", []string{defaultPreemption}, 1},
+		{"enabled through multiPoint", header + "profiles:\n- {schedulerName: bg, plugins: {multiPoint: {enabled: [{name: BudgetAwarePreemption}], disabled: [{name: DefaultPreemption}]}}}\n", []string{defaultPreemption}, 1},
+		{"a stock profile is left alone", header + "profiles:\n- schedulerName: bg\n", []string{defaultPreemption}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

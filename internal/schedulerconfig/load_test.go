@@ -53,133 +53,59 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "both preemption plugins at postFilter",
-			doc: header + `profiles:
-- schedulerName: default-scheduler
-- schedulerName: budgetguard-scheduler
-  plugins:
-    postFilter:
-      enabled: [{name: BudgetAwarePreemption}]
-`,
+			doc:  header + "profiles:\n- {schedulerName: default-scheduler}\n- {schedulerName: budgetguard-scheduler, plugins: {postFilter: {enabled: [{name: BudgetAwarePreemption}]}}}\n",
 			want: []string{`profiles[1] ("budgetguard-scheduler").plugins.postFilter: BudgetAwarePreemption and DefaultPreemption are both enabled; ` +
 				`DefaultPreemption runs first and ignores budgets: add {name: DefaultPreemption} to plugins.postFilter.disabled`},
 		},
 		{
 			name: "both, ours enabled through multiPoint",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    multiPoint:
-      enabled: [{name: BudgetAwarePreemption}]
-`,
+			doc:  header + "profiles:\n- {schedulerName: bg, plugins: {multiPoint: {enabled: [{name: BudgetAwarePreemption}]}}}\n",
 			want: []string{`profiles[0] ("bg").plugins.multiPoint: BudgetAwarePreemption and DefaultPreemption are both enabled; ` +
 				`DefaultPreemption runs first and ignores budgets: add {name: DefaultPreemption} to plugins.postFilter.disabled`},
 		},
 		{
 			name: "multiPoint disables DefaultPreemption: valid",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    multiPoint:
-      enabled: [{name: BudgetAwarePreemption}]
-      disabled: [{name: DefaultPreemption}]
-`,
+			doc:  header + "profiles:\n- {schedulerName: bg, plugins: {multiPoint: {enabled: [{name: BudgetAwarePreemption}], disabled: [{name: DefaultPreemption}]}}}\n",
 		},
 		{
 			name: "both, DefaultPreemption enabled again after ours",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    multiPoint:
-      enabled: [{name: BudgetAwarePreemption}, {name: DefaultPreemption}]
-      disabled: [{name: DefaultPreemption}]
-`,
+			doc:  header + "profiles:\n- {schedulerName: bg, plugins: {multiPoint: {enabled: [{name: BudgetAwarePreemption}, {name: DefaultPreemption}], disabled: [{name: DefaultPreemption}]}}}\n",
 			want: []string{`profiles[0] ("bg").plugins.multiPoint: BudgetAwarePreemption and DefaultPreemption are both enabled; ` +
 				`DefaultPreemption runs whenever BudgetAwarePreemption refuses, and ignores budgets: add {name: DefaultPreemption} to plugins.postFilter.disabled`},
 		},
 		{
 			name: "both, DefaultPreemption listed in postFilter.enabled",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    postFilter:
-      enabled: [{name: BudgetAwarePreemption}, {name: DefaultPreemption}]
-      disabled: [{name: DefaultPreemption}]
-`,
+			doc:  header + "profiles:\n- {schedulerName: bg, plugins: {postFilter: {enabled: [{name: BudgetAwarePreemption}, {name: DefaultPreemption}], disabled: [{name: DefaultPreemption}]}}}\n",
 			want: []string{`profiles[0] ("bg").plugins.postFilter: BudgetAwarePreemption and DefaultPreemption are both enabled; ` +
 				`DefaultPreemption runs whenever BudgetAwarePreemption refuses, and ignores budgets: ` +
 				`remove {name: DefaultPreemption} from plugins.postFilter.enabled and add it to plugins.postFilter.disabled`},
 		},
 		{
 			name: "postFilter disables everything and enables ours: valid",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    postFilter:
-      enabled: [{name: BudgetAwarePreemption}]
-      disabled: [{name: "*"}]
-`,
+			doc:  header + "profiles:\n- {schedulerName: bg, plugins: {postFilter: {enabled: [{name: BudgetAwarePreemption}], disabled: [{name: '*'}]}}}\n",
 		},
 		{
 			name: "configured but not enabled",
-			doc: header + `profiles:
-- schedulerName: bg
-  pluginConfig:
-  - name: DefaultPreemption
-    args: {minCandidateNodesAbsolute: 50}
-  - name: BudgetAwarePreemption
-    args: {mode: Strict}
-`,
+			doc:  header + "profiles:\n- {schedulerName: bg, pluginConfig: [{name: DefaultPreemption, args: {minCandidateNodesAbsolute: 50}}, {name: BudgetAwarePreemption, args: {mode: Strict}}]}\n",
 			want: []string{`profiles[0] ("bg").pluginConfig[1]: BudgetAwarePreemption is configured but not enabled at postFilter; ` +
 				`the profile preempts with DefaultPreemption, which ignores budgets: ` +
 				`add {name: BudgetAwarePreemption} to plugins.postFilter.enabled and {name: DefaultPreemption} to plugins.postFilter.disabled`},
 		},
 		{
 			name: "configured, and postFilter disables every plugin",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    postFilter:
-      disabled: [{name: "*"}]
-  pluginConfig:
-  - name: BudgetAwarePreemption
-    args: {mode: Strict}
-`,
+			doc:  header + "profiles:\n- {schedulerName: bg, plugins: {postFilter: {disabled: [{name: '*'}]}}, pluginConfig: [{name: BudgetAwarePreemption, args: {mode: Strict}}]}\n",
 			want: []string{`profiles[0] ("bg").pluginConfig[0]: BudgetAwarePreemption is configured but not enabled at postFilter; ` +
 				`the profile does not preempt: add {name: BudgetAwarePreemption} to plugins.postFilter.enabled`},
 		},
 		{
 			name: "enabled through multiPoint, disabled at postFilter",
-			doc: header + `profiles:
-- schedulerName: bg
-  plugins:
-    multiPoint:
-      enabled: [{name: BudgetAwarePreemption}]
-      disabled: [{name: DefaultPreemption}]
-    postFilter:
-      disabled: [{name: BudgetAwarePreemption}]
-`,
+			doc:  header + "profiles:\n- {schedulerName: bg, plugins: {multiPoint: {enabled: [{name: BudgetAwarePreemption}], disabled: [{name: DefaultPreemption}]}, postFilter: {disabled: [{name: BudgetAwarePreemption}]}}}\n",
 			want: []string{`profiles[0] ("bg").plugins.multiPoint: BudgetAwarePreemption is enabled there but plugins.postFilter.disabled turns it off at postFilter, where it preempts; ` +
 				`the profile does not preempt: add {name: BudgetAwarePreemption} to plugins.postFilter.enabled`},
 		},
 		{
 			name: "invalid args in two profiles, and both plugins in one",
-			doc: header + `profiles:
-- schedulerName: a
-  plugins:
-    postFilter:
-      enabled: [{name: BudgetAwarePreemption}]
-  pluginConfig:
-  - name: BudgetAwarePreemption
-    args: {actuation: Kill, overrideBudgetsAtPriority: 0}
-- schedulerName: b
-  plugins:
-    postFilter:
-      enabled: [{name: BudgetAwarePreemption}]
-      disabled: [{name: DefaultPreemption}]
-  pluginConfig:
-  - name: BudgetAwarePreemption
-    args: {mode: Lenient}
-`,
+			doc:  header + "profiles:\n- {schedulerName: a, plugins: {postFilter: {enabled: [{name: BudgetAwarePreemption}]}}, pluginConfig: [{name: BudgetAwarePreemption, args: {actuation: Kill, overrideBudgetsAtPriority: 0}}]}\n- {schedulerName: b, plugins: {postFilter: {enabled: [{name: BudgetAwarePreemption}], disabled: [{name: DefaultPreemption}]}}, pluginConfig: [{name: BudgetAwarePreemption, args: {mode: Lenient}}]}\n",
 			want: []string{
 				`profiles[0].pluginConfig[0].args.actuation: Unsupported value: "Kill": supported values: "Evict", "Delete"`,
 				`profiles[0].pluginConfig[0].args.overrideBudgetsAtPriority: Invalid value: 0: must be above 0: pods without a priority class have priority 0, ` +

@@ -232,6 +232,15 @@ func PodCondition(pod *corev1.Pod, t corev1.PodConditionType) corev1.ConditionSt
 // every one of labels; 0 when there is none.
 func Counter(t testing.TB, name string, labels map[string]string) float64 {
 	t.Helper()
+	v, _ := Metric(t, name, labels)
+	return v
+}
+
+// Metric returns the value of the counter or gauge name in the legacy
+// registry, in the first series whose labels include every one of labels,
+// and whether there is such a series.
+func Metric(t testing.TB, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
 	mfs, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatalf("gather metrics: %v", err)
@@ -251,8 +260,11 @@ func Counter(t testing.TB, name string, labels map[string]string) float64 {
 					continue series
 				}
 			}
-			return m.GetCounter().GetValue()
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue(), true
+			}
+			return m.GetCounter().GetValue(), true
 		}
 	}
-	return 0
+	return 0, false
 }

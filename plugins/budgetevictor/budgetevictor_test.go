@@ -12,11 +12,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 	frameworkfake "sigs.k8s.io/descheduler/pkg/framework/fake"
 
+	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
@@ -202,25 +202,11 @@ func TestUnsyncedCacheRefuses(t *testing.T) {
 func TestPluginExportsBudgetGauges(t *testing.T) {
 	newPlugin(t, nil, Options{}, webPDB("web", 1).Obj(), webPDB("db", 1).Obj())
 	gauge := func() float64 {
-		mfs, err := legacyregistry.DefaultGatherer.Gather()
-		if err != nil {
-			t.Fatal(err)
+		v, ok := testenv.Metric(t, "budgetguard_cache_budgets", map[string]string{"component": "descheduler", "kind": string(budget.KindPDB)})
+		if !ok {
+			return -1
 		}
-		for _, mf := range mfs {
-			if mf.GetName() != "budgetguard_cache_budgets" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				l := map[string]string{}
-				for _, p := range m.GetLabel() {
-					l[p.GetName()] = p.GetValue()
-				}
-				if l["component"] == "descheduler" && l["kind"] == string(budget.KindPDB) {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-		return -1
+		return v
 	}
 	// Caches of earlier tests leave the gauge when their context ends,
 	// which happens asynchronously.
