@@ -297,35 +297,20 @@ type potentialVictim struct {
 // removes every lower-priority pod, checks that the preemptor fits, and
 // reprieves as many pods as it can, most important first; but:
 //   - pods annotated safe-to-evict "false" are never victims (when honoured);
-//   - in Strict mode, a pod its budget denies is never a victim, and a node
-//     whose victims together overspend a budget is not a candidate;
+//   - in Strict mode, a pod its budget denies is never a victim, and the
+//     victims are chosen so that every budget allows them together: when
+//     such a set exists, one with the fewest spending victims is found
+//     (see victimSearch); a node with none is not a candidate;
 //   - victims that spend a budget are reprieved before victims that spend
 //     none, so free victims (pods under no budget, unhealthy pods under
 //     AlwaysAllow) are preferred;
 //   - the returned count is denied*2^20 + spending victims, which the
 //     Evaluator minimises first when it picks a node.
 func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo, _ []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
-	logger := klog.FromContext(ctx)
 	strict := pl.strict(pod)
 	op := pl.operation(pod)
 	rec := recorderFrom(state)
-
-	removePod := func(pi fwk.PodInfo) error {
-		if err := nodeInfo.RemovePod(logger, pi.GetPod()); err != nil {
-			return err
-		}
-		if s := pl.fh.RunPreFilterExtensionRemovePod(ctx, state, pod, pi, nodeInfo); !s.IsSuccess() {
-			return s.AsError()
-		}
-		return nil
-	}
-	addPod := func(pi fwk.PodInfo) error {
-		nodeInfo.AddPodInfo(pi)
-		if s := pl.fh.RunPreFilterExtensionAddPod(ctx, state, pod, pi, nodeInfo); !s.IsSuccess() {
-			return s.AsError()
-		}
-		return nil
-	}
+	t := &nodeTrial{pl: pl, ctx: ctx, state: state, preemptor: pod, nodeInfo: nodeInfo, logger: klog.FromContext(ctx)}
 
 	var potential []potentialVictim
 	var denials []budget.Decision
@@ -356,7 +341,7 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 		potential = append(potential, pv)
 	}
 	for _, pv := range potential {
-		if err := removePod(pv.pi); err != nil {
+		if err := t.remove(pv.pi); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
 	}
@@ -367,7 +352,7 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 		}
 		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "No preemption victims found for incoming pod")
 	}
-	if s := pl.fh.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo); !s.IsSuccess() {
+	if s := t.fits(); !s.IsSuccess() {
 		if len(denials) > 0 {
 			// It would fit if the protected pods could go.
 			rec.add(denials[0])
@@ -381,16 +366,38 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 		}
 		return util.MoreImportantPod(potential[i].pi.GetPod(), potential[j].pi.GetPod())
 	})
+	var out []*v1.Pod
+	var denied, spending int
+	if strict {
+		var s *fwk.Status
+		if out, spending, s = pl.selectWithinBudgets(t, op, potential, rec); !s.IsSuccess() {
+			return nil, 0, s
+		}
+	} else {
+		var err error
+		if out, denied, spending, err = pl.reprieveGreedily(t, op, potential); err != nil {
+			return nil, 0, fwk.AsStatus(err)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return util.MoreImportantPod(out[i], out[j]) })
+	return out, denied*deniedWeight + spending, fwk.NewStatus(fwk.Success)
+}
+
+// reprieveGreedily is SelectVictimsOnNode's BestEffort mode (and an
+// overriding preemptor's): upstream's reprieve, most important first, with
+// the victims' budgets counted together afterwards. It returns the victims
+// and how many of them their budgets deny and how many spend one.
+func (pl *BudgetAwarePreemption) reprieveGreedily(t *nodeTrial, op budget.Operation, potential []potentialVictim) ([]*v1.Pod, int, int, error) {
 	var victims []potentialVictim
 	for _, pv := range potential {
-		if err := addPod(pv.pi); err != nil {
-			return nil, 0, fwk.AsStatus(err)
+		if err := t.add(pv.pi); err != nil {
+			return nil, 0, 0, err
 		}
-		if pl.fh.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo).IsSuccess() {
+		if t.fits().IsSuccess() {
 			continue
 		}
-		if err := removePod(pv.pi); err != nil {
-			return nil, 0, fwk.AsStatus(err)
+		if err := t.remove(pv.pi); err != nil {
+			return nil, 0, 0, err
 		}
 		victims = append(victims, pv)
 	}
@@ -403,18 +410,13 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 		d := plan.Add(pv.pi.GetPod())
 		switch {
 		case !d.Allowed:
-			if strict {
-				rec.add(d)
-				return nil, 0, fwk.NewStatus(fwk.Unschedulable, "preemption victims together exceed a disruption budget: "+d.Message())
-			}
 			denied++
 		case len(d.Spends) > 0:
 			spending++
 		}
 		out = append(out, pv.pi.GetPod())
 	}
-	sort.SliceStable(out, func(i, j int) bool { return util.MoreImportantPod(out[i], out[j]) })
-	return out, denied*deniedWeight + spending, fwk.NewStatus(fwk.Success)
+	return out, denied, spending, nil
 }
 
 // reasonEvictionByEvictionAPI is the DisruptionTarget reason the Eviction

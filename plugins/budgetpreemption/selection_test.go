@@ -222,6 +222,19 @@ func TestSelectVictims(t *testing.T) {
 			want:      map[string][]string{},
 		},
 		{
+			// Reprieving the most important pod first (b-0) leaves a-0 and
+			// a-1, which budget a cannot both spare; a-0 with b-0 spends
+			// each budget once, as upstream's filterPodsWithPDBViolation
+			// would accept.
+			name: "strict: victims are chosen that every budget allows together",
+			args: strict, nodes: n1(),
+			pods: slices.Concat(replicas("a", "n1", "a", true, 0, 1), replicas("b", "n1", "b", true, 10),
+				[]*v1.Pod{pod("system", "n1", "", 200, true).Obj()}),
+			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("a", 2, 1, 1).Obj(), appPDB("b", 1, 0, 1).Obj()},
+			preemptor: preemptor("2", 100),
+			want:      map[string][]string{"n1": {"a-0", "b-0"}}, wantBest: "n1",
+		},
+		{
 			name: "strict: one victim within the budget is chosen",
 			args: strict, nodes: n1(), pods: anchorPods(), pdbs: anchorPDB,
 			preemptor: preemptor("1", 100),
