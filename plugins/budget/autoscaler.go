@@ -13,3 +13,39 @@ const AnnotationSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 func AutoscalerForbidsEviction(pod *v1.Pod) bool {
 	return pod.Annotations[AnnotationSafeToEvict] == "false"
 }
+
+// Taints cluster-autoscaler puts on nodes it removes (cluster-autoscaler
+// 1.36, utils/taints/taints.go: ToBeDeletedTaint, DeletionCandidateTaint).
+// The autoscaler matches them by key alone, whatever the effect or value.
+const (
+	// TaintToBeDeleted marks a node the autoscaler is draining and about to
+	// delete (effect NoSchedule; the value is the Unix time it was set).
+	TaintToBeDeleted = "ToBeDeletedByClusterAutoscaler"
+	// TaintDeletionCandidate marks a node the autoscaler found unneeded and
+	// may remove soon (effect PreferNoSchedule).
+	TaintDeletionCandidate = "DeletionCandidateOfClusterAutoscaler"
+)
+
+// NodeBeingRemoved reports whether cluster-autoscaler is draining node: it
+// carries the ToBeDeletedByClusterAutoscaler taint. A nil node is not.
+func NodeBeingRemoved(node *v1.Node) bool {
+	return hasTaint(node, TaintToBeDeleted)
+}
+
+// NodeDeletionCandidate reports whether cluster-autoscaler may remove node
+// soon: it carries the DeletionCandidateOfClusterAutoscaler taint.
+func NodeDeletionCandidate(node *v1.Node) bool {
+	return hasTaint(node, TaintDeletionCandidate)
+}
+
+func hasTaint(node *v1.Node, key string) bool {
+	if node == nil {
+		return false
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 	frameworktypes "sigs.k8s.io/descheduler/pkg/framework/types"
@@ -64,6 +66,10 @@ type BudgetAwareEvictor struct {
 	// with, so the budget is reserved at the eviction request and
 	// PreEvictionFilter only decides. Otherwise PreEvictionFilter reserves.
 	gated bool
+	// nodes lists the nodes of the handle's factory: a pod on a node
+	// cluster-autoscaler is draining is left to the autoscaler.
+	nodes       corelisters.NodeLister
+	nodesSynced cache.InformerSynced
 
 	// syncDeadline is when waiting for the cache stops: syncTimeout after
 	// the first extension point call, so a cache that never syncs (say,
@@ -82,8 +88,10 @@ var (
 // shared is what the profiles of one descheduler share: the budget cache and
 // whether the eviction gate is on its client.
 type shared struct {
-	cache *budget.Cache
-	gated bool
+	cache       *budget.Cache
+	gated       bool
+	nodes       corelisters.NodeLister
+	nodesSynced cache.InformerSynced
 }
 
 // New builds the plugin with PDB support only. Binaries that can reach the
@@ -114,6 +122,8 @@ func NewBuilder(opts Options) pluginregistry.PluginBuilder {
 			args:        a,
 			cache:       sh.cache,
 			gated:       sh.gated,
+			nodes:       sh.nodes,
+			nodesSynced: sh.nodesSynced,
 			syncTimeout: time.Duration(*a.CacheSyncTimeoutSeconds) * time.Second,
 		}, nil
 	}
@@ -168,7 +178,10 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 		wf.Start(ctx.Done())
 	}
 	gate := &evictionGate{cache: c, pods: factory.Core().V1().Pods().Lister(), logger: logger}
-	sh := &shared{cache: c, gated: gate.install(handle.ClientSet())}
+	// Registered before the descheduler starts the factory, which then
+	// starts and syncs the node informer with the others.
+	nodes := factory.Core().V1().Nodes()
+	sh := &shared{cache: c, gated: gate.install(handle.ClientSet()), nodes: nodes.Lister(), nodesSynced: nodes.Informer().HasSynced}
 	if !sh.gated {
 		logger.Info("The descheduler's client cannot carry the eviction gate; PreEvictionFilter reserves budgets instead, which under listing strategies such as RemoveDuplicates may evict fewer pods than the budgets allow", "client", fmt.Sprintf("%T", handle.ClientSet()))
 	}
@@ -189,14 +202,18 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 func (p *BudgetAwareEvictor) Name() string { return PluginName }
 
 // Filter refuses the pods that can never be evicted, whatever the budgets'
-// numbers: safe-to-evict "false" (when honored), several covering PDBs, or a
-// not-ready pod under an unknown unhealthy-pod eviction policy.
+// numbers: safe-to-evict "false" (when honored), pods on a node
+// cluster-autoscaler is draining, several covering PDBs, or a not-ready pod
+// under an unknown unhealthy-pod eviction policy.
 func (p *BudgetAwareEvictor) Filter(pod *v1.Pod) bool {
 	if reason, ok := p.autoscalerRefuses(pod); ok {
 		return p.refuse(extensionFilter, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
 	}
 	if !p.synced() {
 		return p.refuse(extensionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
+	}
+	if p.nodeBeingDrained(pod) {
+		return p.refuse(extensionFilter, pod, ReasonNodeBeingDrainedByAutoscaler, nodeBeingDrainedMessage(pod))
 	}
 	d := p.cache.Decide(pod, budget.OperationEvict)
 	for _, den := range d.Denials {
@@ -226,6 +243,10 @@ func (p *BudgetAwareEvictor) PreEvictionFilter(pod *v1.Pod) bool {
 	if !p.synced() {
 		return p.refuse(extensionPreEvictionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
 	}
+	if p.nodeBeingDrained(pod) {
+		// The autoscaler may have started draining since Filter.
+		return p.refuse(extensionPreEvictionFilter, pod, ReasonNodeBeingDrainedByAutoscaler, nodeBeingDrainedMessage(pod))
+	}
 	if p.gated {
 		if d := p.cache.Decide(pod, budget.OperationEvict); !d.Allowed {
 			return p.refuse(extensionPreEvictionFilter, pod, string(d.Reason()), d.Message())
@@ -250,16 +271,40 @@ func (p *BudgetAwareEvictor) autoscalerRefuses(pod *v1.Pod) (string, bool) {
 	return "", false
 }
 
-// synced waits for the budget cache, until syncTimeout after the first
-// call at the latest.
+// nodeBeingDrained reports whether pod is on a node cluster-autoscaler is
+// draining (tainted ToBeDeletedByClusterAutoscaler). The autoscaler evicts
+// those pods itself, within the same budgets; evicting them too would
+// spend the budgets twice for one disruption. A node the lister does not
+// know is not being drained.
+func (p *BudgetAwareEvictor) nodeBeingDrained(pod *v1.Pod) bool {
+	if pod.Spec.NodeName == "" || p.nodes == nil {
+		return false
+	}
+	node, err := p.nodes.Get(pod.Spec.NodeName)
+	return err == nil && budget.NodeBeingRemoved(node)
+}
+
+func nodeBeingDrainedMessage(pod *v1.Pod) string {
+	return fmt.Sprintf("node %s is being drained by cluster-autoscaler (taint %s)", pod.Spec.NodeName, budget.TaintToBeDeleted)
+}
+
+// synced waits for the budget cache and the node informer, until
+// syncTimeout after the first call at the latest.
 func (p *BudgetAwareEvictor) synced() bool {
-	if p.cache.HasSynced() {
+	if p.cache.HasSynced() && p.nodesHaveSynced() {
 		return true
 	}
 	p.syncOnce.Do(func() { p.syncDeadline = time.Now().Add(p.syncTimeout) })
 	ctx, cancel := context.WithDeadline(p.ctx, p.syncDeadline)
 	defer cancel()
-	return p.cache.WaitForCacheSync(ctx)
+	if !p.cache.WaitForCacheSync(ctx) {
+		return false
+	}
+	return p.nodesSynced == nil || cache.WaitForCacheSync(ctx.Done(), p.nodesSynced)
+}
+
+func (p *BudgetAwareEvictor) nodesHaveSynced() bool {
+	return p.nodesSynced == nil || p.nodesSynced()
 }
 
 func (p *BudgetAwareEvictor) refuse(point string, pod *v1.Pod, reason, message string) bool {

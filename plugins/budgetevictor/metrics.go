@@ -18,6 +18,10 @@ const (
 	// ReasonSafeToEvictFalse: the pod carries
 	// cluster-autoscaler.kubernetes.io/safe-to-evict: "false".
 	ReasonSafeToEvictFalse = "SafeToEvictFalse"
+	// ReasonNodeBeingDrainedByAutoscaler: the pod's node carries
+	// cluster-autoscaler's ToBeDeletedByClusterAutoscaler taint; the
+	// autoscaler is draining it and evicts the pod itself.
+	ReasonNodeBeingDrainedByAutoscaler = "NodeBeingDrainedByAutoscaler"
 	// ReasonCacheNotSynced: the budget cache did not sync in time, so no
 	// decision could be trusted.
 	ReasonCacheNotSynced = "CacheNotSynced"

@@ -32,6 +32,9 @@ type candidateReservation struct {
 	created time.Time
 	r       *budget.Reservation
 	err     error
+	// reported makes a denied reservation counted and reported once, not
+	// once per victim.
+	reported sync.Once
 }
 
 // reserve returns the reservation of candidate c, making it on first use:
@@ -93,13 +96,17 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 	}
 	cr := pl.reserve(ctx, c, preemptorPod)
 	if cr.err != nil {
-		var de *budget.DeniedError
-		reason := "Unknown"
-		if errors.As(cr.err, &de) {
-			reason = string(de.Decision.Reason())
-		}
-		blockedTotal.WithLabelValues(reason).Inc()
-		pl.abort(ctx, preemptorPod, victim, "PreemptionBlockedByBudget", fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
+		// Every victim of the candidate meets the same error; the
+		// preemption was blocked once.
+		cr.reported.Do(func() {
+			var de *budget.DeniedError
+			reason := "Unknown"
+			if errors.As(cr.err, &de) {
+				reason = string(de.Decision.Reason())
+			}
+			blockedTotal.WithLabelValues(reason).Inc()
+			pl.abort(ctx, preemptorPod, victim, "PreemptionBlockedByBudget", fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
+		})
 		return cr.err
 	}
 
@@ -226,4 +233,12 @@ func recorderFrom(state fwk.CycleState) *blockRecorder {
 	}
 	r, _ := v.(*blockRecorder)
 	return r
+}
+
+// blockedAtActuation reports whether status is the failure of an actuation
+// whose victims the budgets denied when they were reserved (preemptPod has
+// counted and reported it).
+func blockedAtActuation(status *fwk.Status) bool {
+	var de *budget.DeniedError
+	return errors.As(status.AsError(), &de)
 }

@@ -181,7 +181,9 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	state.Write(blockKey, rec)
 	result, status := pl.Evaluator.Preempt(ctx, state, pod, m)
 	msg := status.Message()
-	if !status.IsSuccess() {
+	// A candidate whose victims the budgets denied at actuation was counted
+	// and reported there, once; its preemptor is not counted again here.
+	if !status.IsSuccess() && !blockedAtActuation(status) {
 		if blocked := rec.summary(); blocked != nil {
 			blockedTotal.WithLabelValues(string(blocked.reason)).Inc()
 			note := fmt.Sprintf("preemption blocked by disruption budgets on %d node(s): %s", blocked.nodes, blocked.message)
@@ -237,11 +239,11 @@ func (pl *BudgetAwarePreemption) CandidatesToVictimsMap(candidates []preemption.
 	return m
 }
 
-// OrderedScoreFuncs implements preemption.Interface: upstream's, whose first
-// criterion (fewest "PDB violations") minimises the number SelectVictimsOnNode
-// reports: denied victims first, then victims that spend a budget.
-func (pl *BudgetAwarePreemption) OrderedScoreFuncs(context.Context, map[string]*extenderv1.Victims) []func(string) int64 {
-	return nil
+// OrderedScoreFuncs implements preemption.Interface. A non-nil list replaces
+// upstream's default criteria in the Evaluator's pickOneNodeForPreemption,
+// so the list is upstream's criteria with one inserted: see scoreFuncs.
+func (pl *BudgetAwarePreemption) OrderedScoreFuncs(_ context.Context, nodesToVictims map[string]*extenderv1.Victims) []func(string) int64 {
+	return pl.scoreFuncs(nodesToVictims)
 }
 
 // PodEligibleToPreemptOthers implements preemption.Interface as upstream
@@ -296,11 +298,14 @@ type potentialVictim struct {
 // SelectVictimsOnNode implements preemption.Interface. Like upstream it
 // removes every lower-priority pod, checks that the preemptor fits, and
 // reprieves as many pods as it can, most important first; but:
+//   - a node cluster-autoscaler is draining (ToBeDeletedByClusterAutoscaler)
+//     is never a candidate, whatever the preemptor tolerates;
 //   - pods annotated safe-to-evict "false" are never victims (when honoured);
 //   - in Strict mode, a pod its budget denies is never a victim, and the
 //     victims are chosen so that every budget allows them together: when
 //     such a set exists, one with the fewest spending victims is found
-//     (see victimSearch); a node with none is not a candidate;
+//     (see victimSearch); a node with none is not a candidate, and its
+//     budgets are blamed only when they kept the preemptor out (see blame);
 //   - victims that spend a budget are reprieved before victims that spend
 //     none, so free victims (pods under no budget, unhealthy pods under
 //     AlwaysAllow) are preferred;
@@ -312,8 +317,12 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 	rec := recorderFrom(state)
 	t := &nodeTrial{pl: pl, ctx: ctx, state: state, preemptor: pod, nodeInfo: nodeInfo, logger: klog.FromContext(ctx)}
 
-	var potential []potentialVictim
-	var denials []budget.Decision
+	if budget.NodeBeingRemoved(nodeInfo.Node()) {
+		// Victims here would make room on a node that is going away.
+		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node is being removed by cluster-autoscaler (taint "+budget.TaintToBeDeleted+")")
+	}
+
+	var potential, protected []potentialVictim
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
 		if corev1helpers.PodPriority(p) >= corev1helpers.PodPriority(pod) {
@@ -328,7 +337,7 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 		case !d.Allowed:
 			decisionsTotal.WithLabelValues("denied", string(d.Reason())).Inc()
 			if strict {
-				denials = append(denials, d)
+				protected = append(protected, pv)
 				continue
 			}
 			pv.class = classDenied
@@ -346,16 +355,28 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 		}
 	}
 	if len(potential) == 0 {
-		if len(denials) > 0 {
-			rec.add(denials[0])
-			return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "every preemption victim is protected by a disruption budget: "+denials[0].Message())
+		if len(protected) == 0 {
+			return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "No preemption victims found for incoming pod")
 		}
-		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "No preemption victims found for incoming pod")
+		d, err := t.blame(protected)
+		if err != nil {
+			return nil, 0, fwk.AsStatus(err)
+		}
+		if d == nil {
+			return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "the preemptor does not fit even with every lower-priority pod removed")
+		}
+		rec.add(*d)
+		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "every preemption victim is protected by a disruption budget: "+d.Message())
 	}
 	if s := t.fits(); !s.IsSuccess() {
-		if len(denials) > 0 {
-			// It would fit if the protected pods could go.
-			rec.add(denials[0])
+		if len(protected) > 0 {
+			d, err := t.blame(protected)
+			if err != nil {
+				return nil, 0, fwk.AsStatus(err)
+			}
+			if d != nil {
+				rec.add(*d)
+			}
 		}
 		return nil, 0, s
 	}

@@ -2,6 +2,7 @@ package budgetpreemption
 
 import (
 	"context"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -280,4 +281,99 @@ func (pl *BudgetAwarePreemption) selectWithinBudgets(t *nodeTrial, op budget.Ope
 		out = append(out, pv.pi.GetPod())
 	}
 	return out, nSpending, fwk.NewStatus(fwk.Success)
+}
+
+// blame returns the denial to report for a node that is no candidate in
+// Strict mode because of its denied pods, with every allowed victim off the
+// node; nil when no budget kept the preemptor out. A budget is blamed only
+// when removing the pods it protects (those whose every denial names it)
+// would have let the preemptor fit: the first such budget, in the order the
+// denied pods are met. When no single budget's pods would do but all the
+// denied pods together would, the budgets kept the preemptor out together,
+// and the decision returned carries a denial of each. When the preemptor
+// does not fit even with every denied pod removed, nothing is blamed. The
+// node is left as it was found.
+func (t *nodeTrial) blame(denied []potentialVictim) (*budget.Decision, error) {
+	var refs []budget.BudgetRef
+	seen := map[budget.BudgetRef]bool{}
+	for _, pv := range denied {
+		for _, den := range pv.d.Denials {
+			for _, ref := range den.Budgets {
+				if !seen[ref] {
+					seen[ref] = true
+					refs = append(refs, ref)
+				}
+			}
+		}
+	}
+	for _, ref := range refs {
+		var pods []potentialVictim
+		for _, pv := range denied {
+			if protectsOnly(pv.d, ref) {
+				pods = append(pods, pv)
+			}
+		}
+		if len(pods) == 0 {
+			continue
+		}
+		fits, err := t.fitsWithout(pods)
+		if err != nil || fits {
+			d := pods[0].d
+			return &d, err
+		}
+	}
+	fits, err := t.fitsWithout(denied)
+	if err != nil || !fits {
+		return nil, err
+	}
+	together := budget.Decision{}
+	for _, ref := range refs {
+		if den, ok := denialOf(denied, ref); ok {
+			together.Denials = append(together.Denials, den)
+		}
+	}
+	return &together, nil
+}
+
+// protectsOnly reports whether every denial of d names ref: whether the pod
+// could go if ref allowed it.
+func protectsOnly(d budget.Decision, ref budget.BudgetRef) bool {
+	if len(d.Denials) == 0 {
+		return false
+	}
+	for _, den := range d.Denials {
+		if !slices.Contains(den.Budgets, ref) {
+			return false
+		}
+	}
+	return true
+}
+
+// denialOf returns the first denial among denied that names ref.
+func denialOf(denied []potentialVictim, ref budget.BudgetRef) (budget.Denial, bool) {
+	for _, pv := range denied {
+		for _, den := range pv.d.Denials {
+			if slices.Contains(den.Budgets, ref) {
+				return den, true
+			}
+		}
+	}
+	return budget.Denial{}, false
+}
+
+// fitsWithout reports whether the preemptor fits with pods removed too,
+// and puts them back.
+func (t *nodeTrial) fitsWithout(pods []potentialVictim) (bool, error) {
+	for _, pv := range pods {
+		if err := t.remove(pv.pi); err != nil {
+			return false, err
+		}
+	}
+	fits := t.fits().IsSuccess()
+	for _, pv := range pods {
+		if err := t.add(pv.pi); err != nil {
+			return false, err
+		}
+	}
+	return fits, nil
 }

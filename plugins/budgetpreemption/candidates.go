@@ -1,0 +1,70 @@
+package budgetpreemption
+
+import (
+	"math"
+
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+// scoreFuncs returns the criteria the Evaluator picks the candidate node
+// by, in order; each keeps the nodes with the highest score, and the next
+// breaks ties among them (k8s.io/kubernetes/pkg/scheduler/framework/
+// preemption: SelectCandidate, pickOneNodeForPreemption). A non-nil list
+// replaces upstream's defaults, so they are all here, with one inserted:
+//
+//  1. fewest denied victims, then fewest budget-spending victims: the count
+//     SelectVictimsOnNode returns as NumPDBViolations (upstream's first);
+//  2. not a node cluster-autoscaler may remove soon
+//     (DeletionCandidateOfClusterAutoscaler), so such nodes come last among
+//     nodes equally good for the budgets. The budgets come first: landing
+//     on a node that may go away risks one later move of the preemptor,
+//     while a denied or spending victim disrupts an application now;
+//  3. the lowest highest-priority victim, the lowest sum of victim
+//     priorities, the fewest victims, and the latest start time of the
+//     highest-priority victims: upstream's remaining criteria.
+//
+// Ties left are broken as upstream does, by the first node in its list.
+func (pl *BudgetAwarePreemption) scoreFuncs(nodesToVictims map[string]*extenderv1.Victims) []func(string) int64 {
+	deletionCandidate := make(map[string]bool, len(nodesToVictims))
+	if lister := pl.fh.SnapshotSharedLister(); lister != nil {
+		for name := range nodesToVictims {
+			if ni, err := lister.NodeInfos().Get(name); err == nil && ni != nil {
+				deletionCandidate[name] = budget.NodeDeletionCandidate(ni.Node())
+			}
+		}
+	}
+	return []func(string) int64{
+		func(node string) int64 { return -nodesToVictims[node].NumPDBViolations },
+		func(node string) int64 {
+			if deletionCandidate[node] {
+				return 0
+			}
+			return 1
+		},
+		func(node string) int64 {
+			// Victims are ordered most important first.
+			return -int64(corev1helpers.PodPriority(nodesToVictims[node].Pods[0]))
+		},
+		func(node string) int64 {
+			var sum int64
+			for _, p := range nodesToVictims[node].Pods {
+				// Shifted to be non-negative, so that more victims of
+				// negative priority never sum lower than fewer.
+				sum += int64(corev1helpers.PodPriority(p)) + math.MaxInt32 + 1
+			}
+			return -sum
+		},
+		func(node string) int64 { return -int64(len(nodesToVictims[node].Pods)) },
+		func(node string) int64 {
+			t := util.GetEarliestPodStartTime(nodesToVictims[node])
+			if t == nil {
+				return math.MinInt64
+			}
+			return t.UnixNano()
+		},
+	}
+}
