@@ -55,6 +55,10 @@ type BudgetAwarePreemption struct {
 
 	mu           sync.Mutex
 	reservations map[preemption.Candidate]*candidateReservation
+
+	// blocked are the preemptors that budgets blocked, requeued when a
+	// budget frees up (requeue.go).
+	blocked *blockedPreemptors
 }
 
 var (
@@ -102,7 +106,11 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 			c.Run(ctx, time.Minute)
 		}
 	}()
-	return newPlugin(args, fh, c, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)), nil
+	pl := newPlugin(args, fh, c, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory(), kf); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return pl, nil
 }
 
 // argsFrom accepts the internal args (what the scheduler's config loading
@@ -136,6 +144,7 @@ func newPlugin(args *BudgetAwarePreemptionArgs, fh fwk.Handle, c *budget.Cache, 
 		args:         *args,
 		budgets:      c,
 		reservations: map[preemption.Candidate]*candidateReservation{},
+		blocked:      newBlockedPreemptors(),
 	}
 	pl.Executor = preemption.NewExecutor(fh, fts)
 	pl.deletePod = pl.Executor.PreemptPod
@@ -179,7 +188,13 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	}
 	rec := &blockRecorder{}
 	state.Write(blockKey, rec)
+	// Remembered while it is decided, so that a budget that frees up
+	// meanwhile requeues it too.
+	pl.blocked.add(pod)
 	result, status := pl.Evaluator.Preempt(ctx, state, pod, m)
+	if status.IsSuccess() || rec.summary() == nil {
+		pl.blocked.forget(pod)
+	}
 	msg := status.Message()
 	// A candidate whose victims the budgets denied at actuation was counted
 	// and reported there, once; its preemptor is not counted again here.
@@ -209,6 +224,9 @@ func (pl *BudgetAwarePreemption) PreEnqueue(_ context.Context, p *v1.Pod) *fwk.S
 
 // EventsToRegister registers pod deletion for the PreEnqueue gate; the hint
 // always skips, leaving requeueing to the plugins that rejected the pod.
+// Budget changes are not registered here: the queue never asks a PostFilter
+// plugin's hints, so the plugin activates the preemptors that budgets
+// blocked itself (requeue.go).
 func (pl *BudgetAwarePreemption) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	if !pl.fts.EnableAsyncPreemption {
 		return nil, nil
