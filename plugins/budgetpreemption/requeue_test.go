@@ -26,16 +26,31 @@ func TestBudgetMayFree(t *testing.T) {
 		return testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
 			MaxUnavailable(intstr.FromInt32(1)).Status(4, 3, 1)
 	}
-	tests := []struct {
+	type testCase struct {
 		name     string
 		old, new any
 		want     bool
+	}
+	// The cases every kind of budget shares: base is the budget (4
+	// available, 3 desired, 1 allowed); up and down change only the
+	// number of disruptions allowed.
+	var tests []testCase
+	for _, k := range []struct {
+		kind           string
+		base, up, down func() any
 	}{
-		{name: "pdb added", new: pdb().Obj()},
-		{name: "pdb deleted", old: pdb().Obj(), want: true},
-		{name: "pdb unchanged (resync)", old: pdb().Obj(), new: pdb().Obj()},
-		{name: "pdb disruptionsAllowed up", old: pdb().Obj(), new: pdb().Status(4, 3, 2).Obj(), want: true},
-		{name: "pdb disruptionsAllowed down", old: pdb().Obj(), new: pdb().Status(3, 3, 0).Obj()},
+		{"pdb", func() any { return pdb().Obj() }, func() any { return pdb().Status(4, 3, 2).Obj() }, func() any { return pdb().Status(3, 3, 0).Obj() }},
+		{"pub", func() any { return pub().Obj() }, func() any { return pub().Status(4, 3, 2).Obj() }, func() any { return pub().Status(3, 3, 0).Obj() }},
+	} {
+		tests = append(tests,
+			testCase{name: k.kind + " added", new: k.base()},
+			testCase{name: k.kind + " deleted", old: k.base(), want: true},
+			testCase{name: k.kind + " unchanged (resync)", old: k.base(), new: k.base()},
+			testCase{name: k.kind + " allowed up", old: k.base(), new: k.up(), want: true},
+			testCase{name: k.kind + " allowed down", old: k.base(), new: k.down()},
+		)
+	}
+	tests = append(tests, []testCase{
 		{name: "pdb currentHealthy up", old: pdb().Status(2, 3, 0).Obj(), new: pdb().Status(3, 3, 0).Obj(), want: true},
 		{name: "pdb desiredHealthy down", old: pdb().Status(3, 3, 0).Obj(), new: pdb().Status(3, 2, 0).Obj(), want: true},
 		{name: "pdb disrupted pod confirmed", old: pdb().Status(4, 3, 0).Disrupted(at, "web-0").Obj(), new: pdb().Status(4, 3, 0).Obj(), want: true},
@@ -49,18 +64,13 @@ func TestBudgetMayFree(t *testing.T) {
 			p.Labels = map[string]string{"team": "shop"}
 			return p
 		}()},
-		{name: "pub added", new: pub().Obj()},
-		{name: "pub deleted", old: pub().Obj(), want: true},
-		{name: "pub unchanged (resync)", old: pub().Obj(), new: pub().Obj()},
-		{name: "pub unavailableAllowed up", old: pub().Obj(), new: pub().Status(4, 3, 2).Obj(), want: true},
-		{name: "pub unavailableAllowed down", old: pub().Obj(), new: pub().Status(3, 3, 0).Obj()},
 		{name: "pub desiredAvailable to 0", old: pub().Status(3, 3, 0).Obj(), new: pub().Status(3, 0, 0).Obj(), want: true},
 		{name: "pub disrupted pod confirmed", old: pub().Status(4, 3, 0).Disrupted(at, "web-0").Obj(), new: pub().Status(4, 3, 0).Obj(), want: true},
 		{name: "pub maxUnavailable raised", old: pub().Obj(), new: pub().MaxUnavailable(intstr.FromInt32(2)).Obj(), want: true},
 		{name: "pub protects DELETE only", old: pub().Obj(), new: pub().Annotation(budget.AnnotationPUBProtectOperations, "DELETE").Obj(), want: true},
 		{name: "pub unrelated annotation", old: pub().Obj(), new: pub().Annotation("team", "shop").Obj()},
 		{name: "not a budget", old: &v1.Pod{}, new: &v1.Pod{}},
-	}
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := budgetMayFree(tc.old, tc.new); got != tc.want {
