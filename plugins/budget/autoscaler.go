@@ -49,3 +49,17 @@ func hasTaint(node *v1.Node, key string) bool {
 	}
 	return false
 }
+
+// DefaultExpendablePodsPriorityCutoff is the default of cluster-autoscaler's
+// --expendable-pods-priority-cutoff (cluster-autoscaler 1.36,
+// config/flags/flags.go).
+const DefaultExpendablePodsPriorityCutoff int32 = -10
+
+// PodExpendable reports whether cluster-autoscaler treats pod as expendable
+// under cutoff, as its IsExpendablePod does (cluster-autoscaler 1.36,
+// utils/pod/pod.go): spec.priority is set and below cutoff. A pod whose
+// priority is unset is never expendable. The autoscaler leaves such pods
+// out of its simulation and assumes a pending pod may preempt them.
+func PodExpendable(pod *v1.Pod, cutoff int32) bool {
+	return pod.Spec.Priority != nil && *pod.Spec.Priority < cutoff
+}

@@ -32,3 +32,25 @@ func TestNodeRemovalTaints(t *testing.T) {
 		})
 	}
 }
+
+// TestPodExpendable checks cluster-autoscaler's rule: a set priority below
+// the cutoff; an unset priority is never expendable.
+func TestPodExpendable(t *testing.T) {
+	prio := func(p int32) *v1.Pod { return &v1.Pod{Spec: v1.PodSpec{Priority: &p}} }
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want bool
+	}{
+		{name: "unset priority", pod: &v1.Pod{}},
+		{name: "below the cutoff", pod: prio(-20), want: true},
+		{name: "just below the cutoff", pod: prio(-11), want: true},
+		{name: "at the cutoff", pod: prio(-10)},
+		{name: "above the cutoff", pod: prio(-5)},
+	}
+	for _, tc := range tests {
+		if got := PodExpendable(tc.pod, DefaultExpendablePodsPriorityCutoff); got != tc.want {
+			t.Errorf("%s: PodExpendable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

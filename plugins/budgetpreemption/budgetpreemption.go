@@ -188,12 +188,17 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	}
 	rec := &blockRecorder{}
 	state.Write(blockKey, rec)
+	exp := &expendableRecorder{}
+	state.Write(expendableKey, exp)
 	// Remembered while it is decided, so that a budget that frees up
 	// meanwhile requeues it too.
 	pl.blocked.add(pod)
 	result, status := pl.Evaluator.Preempt(ctx, state, pod, m)
 	if status.IsSuccess() || rec.summary() == nil {
 		pl.blocked.forget(pod)
+	}
+	if status.IsSuccess() && result != nil && result.NominatingInfo != nil {
+		pl.reportExpendable(pod, result.NominatedNodeName, exp)
 	}
 	msg := status.Message()
 	// A candidate whose victims the budgets denied at actuation was counted
@@ -311,6 +316,9 @@ type potentialVictim struct {
 	pi    fwk.PodInfo
 	class victimClass
 	d     budget.Decision
+	// expendable is set for a pod below expendablePodsPriorityCutoff that a
+	// budget covers: it is free here, and kept out of every budget plan.
+	expendable bool
 }
 
 // SelectVictimsOnNode implements preemption.Interface. Like upstream it
@@ -351,6 +359,14 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 		}
 		d := pl.budgets.Decide(p, op)
 		pv := potentialVictim{pi: pi, d: d, class: classFree}
+		if budget.PodExpendable(p, pl.args.ExpendablePodsPriorityCutoff) && !d.Free() {
+			// Cluster-autoscaler assumes this pod may be preempted and will
+			// not scale up for the preemptor: it goes, whatever its budget.
+			pv.expendable = true
+			decisionsTotal.WithLabelValues("expendable", "").Inc()
+			potential = append(potential, pv)
+			continue
+		}
 		switch {
 		case !d.Allowed:
 			decisionsTotal.WithLabelValues("denied", string(d.Reason())).Inc()
@@ -419,6 +435,7 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return util.MoreImportantPod(out[i], out[j]) })
+	expendableFrom(state).add(nodeInfo.Node().Name, out, potential)
 	return out, denied*deniedWeight + spending, fwk.NewStatus(fwk.Success)
 }
 
@@ -446,6 +463,10 @@ func (pl *BudgetAwarePreemption) reprieveGreedily(t *nodeTrial, op budget.Operat
 	denied, spending := 0, 0
 	out := make([]*v1.Pod, 0, len(victims))
 	for _, pv := range victims {
+		if pv.expendable {
+			out = append(out, pv.pi.GetPod())
+			continue
+		}
 		d := plan.Add(pv.pi.GetPod())
 		switch {
 		case !d.Allowed:

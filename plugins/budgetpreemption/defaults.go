@@ -1,11 +1,18 @@
 package budgetpreemption
 
-import "k8s.io/utils/ptr"
+import (
+	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
 
 // Defaults of the arguments; the candidate-node numbers are upstream's.
 const (
 	DefaultMinCandidateNodesPercentage int32 = 10
 	DefaultMinCandidateNodesAbsolute   int32 = 100
+	// DefaultExpendablePodsPriorityCutoff is the default of
+	// cluster-autoscaler's --expendable-pods-priority-cutoff.
+	DefaultExpendablePodsPriorityCutoff int32 = budget.DefaultExpendablePodsPriorityCutoff
 )
 
 // SetDefaultsBudgetAwarePreemptionArgs fills the unset fields of the
@@ -25,6 +32,9 @@ func SetDefaultsBudgetAwarePreemptionArgs(a *VersionedArgs) {
 	}
 	if a.MinCandidateNodesAbsolute == nil {
 		a.MinCandidateNodesAbsolute = ptr.To(DefaultMinCandidateNodesAbsolute)
+	}
+	if a.ExpendablePodsPriorityCutoff == nil {
+		a.ExpendablePodsPriorityCutoff = ptr.To(DefaultExpendablePodsPriorityCutoff)
 	}
 }
 

@@ -43,7 +43,7 @@ func decode(t *testing.T, args string) (*BudgetAwarePreemptionArgs, error) {
 func TestDecodeArgs(t *testing.T) {
 	defaults := &BudgetAwarePreemptionArgs{
 		Mode: ModeStrict, Actuation: ActuationEvict, HonorSafeToEvictAnnotation: true,
-		MinCandidateNodesPercentage: 10, MinCandidateNodesAbsolute: 100,
+		MinCandidateNodesPercentage: 10, MinCandidateNodesAbsolute: 100, ExpendablePodsPriorityCutoff: -10,
 	}
 	tests := []struct {
 		name    string
@@ -56,11 +56,16 @@ func TestDecodeArgs(t *testing.T) {
 		{
 			name: "every field",
 			args: "{mode: BestEffort, actuation: Delete, overrideBudgetsAtPriority: 2000000000, honorSafeToEvictAnnotation: false, " +
-				"minCandidateNodesPercentage: 50, minCandidateNodesAbsolute: 5}",
+				"minCandidateNodesPercentage: 50, minCandidateNodesAbsolute: 5, expendablePodsPriorityCutoff: -100}",
 			want: &BudgetAwarePreemptionArgs{
 				Mode: ModeBestEffort, Actuation: ActuationDelete, OverrideBudgetsAtPriority: ptr.To[int32](2000000000),
-				MinCandidateNodesPercentage: 50, MinCandidateNodesAbsolute: 5,
+				MinCandidateNodesPercentage: 50, MinCandidateNodesAbsolute: 5, ExpendablePodsPriorityCutoff: -100,
 			},
+		},
+		{
+			name: "expendable cutoff 0 is kept, not defaulted",
+			args: "{expendablePodsPriorityCutoff: 0}",
+			want: func() *BudgetAwarePreemptionArgs { a := *defaults; a.ExpendablePodsPriorityCutoff = 0; return &a }(),
 		},
 		{
 			name:    "unknown field is rejected with its path",

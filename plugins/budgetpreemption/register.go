@@ -50,6 +50,7 @@ func convertToInternal(in *VersionedArgs, out *BudgetAwarePreemptionArgs) {
 	out.HonorSafeToEvictAnnotation = ptr.Deref(in.HonorSafeToEvictAnnotation, false)
 	out.MinCandidateNodesPercentage = ptr.Deref(in.MinCandidateNodesPercentage, 0)
 	out.MinCandidateNodesAbsolute = ptr.Deref(in.MinCandidateNodesAbsolute, 0)
+	out.ExpendablePodsPriorityCutoff = ptr.Deref(in.ExpendablePodsPriorityCutoff, 0)
 }
 
 func convertToVersioned(in *BudgetAwarePreemptionArgs, out *VersionedArgs) {
@@ -59,6 +60,7 @@ func convertToVersioned(in *BudgetAwarePreemptionArgs, out *VersionedArgs) {
 	out.HonorSafeToEvictAnnotation = ptr.To(in.HonorSafeToEvictAnnotation)
 	out.MinCandidateNodesPercentage = ptr.To(in.MinCandidateNodesPercentage)
 	out.MinCandidateNodesAbsolute = ptr.To(in.MinCandidateNodesAbsolute)
+	out.ExpendablePodsPriorityCutoff = ptr.To(in.ExpendablePodsPriorityCutoff)
 }
 
 func copyPtr[T any](p *T) *T {
@@ -84,12 +86,13 @@ func (a *VersionedArgs) DeepCopyObject() runtime.Object {
 		return nil
 	}
 	return &VersionedArgs{
-		TypeMeta:                    a.TypeMeta,
-		Mode:                        copyPtr(a.Mode),
-		Actuation:                   copyPtr(a.Actuation),
-		OverrideBudgetsAtPriority:   copyPtr(a.OverrideBudgetsAtPriority),
-		HonorSafeToEvictAnnotation:  copyPtr(a.HonorSafeToEvictAnnotation),
-		MinCandidateNodesPercentage: copyPtr(a.MinCandidateNodesPercentage),
-		MinCandidateNodesAbsolute:   copyPtr(a.MinCandidateNodesAbsolute),
+		TypeMeta:                     a.TypeMeta,
+		Mode:                         copyPtr(a.Mode),
+		Actuation:                    copyPtr(a.Actuation),
+		OverrideBudgetsAtPriority:    copyPtr(a.OverrideBudgetsAtPriority),
+		HonorSafeToEvictAnnotation:   copyPtr(a.HonorSafeToEvictAnnotation),
+		MinCandidateNodesPercentage:  copyPtr(a.MinCandidateNodesPercentage),
+		MinCandidateNodesAbsolute:    copyPtr(a.MinCandidateNodesAbsolute),
+		ExpendablePodsPriorityCutoff: copyPtr(a.ExpendablePodsPriorityCutoff),
 	}
 }

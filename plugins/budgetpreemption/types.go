@@ -48,6 +48,14 @@ type BudgetAwarePreemptionArgs struct {
 	// they mean for DefaultPreemption.
 	MinCandidateNodesPercentage int32
 	MinCandidateNodesAbsolute   int32
+	// ExpendablePodsPriorityCutoff is cluster-autoscaler's
+	// --expendable-pods-priority-cutoff (default -10). The autoscaler leaves
+	// pods below it out of its simulation and assumes any preemptor may
+	// preempt them, so it never scales up for a pod that fits by preempting
+	// them. Victims below it are therefore taken even when a budget protects
+	// them: they spend nothing in the Strict check, and the preemptor gets a
+	// PreemptedExpendableUnderBudget event. Keep it equal to the autoscaler's.
+	ExpendablePodsPriorityCutoff int32
 }
 
 // VersionedArgs is BudgetAwarePreemptionArgs as written in a
@@ -62,4 +70,6 @@ type VersionedArgs struct {
 	HonorSafeToEvictAnnotation  *bool      `json:"honorSafeToEvictAnnotation,omitempty"`
 	MinCandidateNodesPercentage *int32     `json:"minCandidateNodesPercentage,omitempty"`
 	MinCandidateNodesAbsolute   *int32     `json:"minCandidateNodesAbsolute,omitempty"`
+	// ExpendablePodsPriorityCutoff defaults to -10, cluster-autoscaler's.
+	ExpendablePodsPriorityCutoff *int32 `json:"expendablePodsPriorityCutoff,omitempty"`
 }

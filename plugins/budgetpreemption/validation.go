@@ -25,6 +25,13 @@ func ValidateBudgetAwarePreemptionArgs(path *field.Path, args *BudgetAwarePreemp
 			"must be above 0: pods without a priority class have priority 0, so every one of them would break budgets; "+
 				"use a priority only critical pods reach, e.g. 2000000000 (system-cluster-critical), or leave it unset so that no preemptor breaks budgets"))
 	}
+	if v := args.ExpendablePodsPriorityCutoff; v > 0 {
+		// Expendable victims are taken whatever their budgets: above 0,
+		// every pod without a priority class would be.
+		errs = append(errs, field.Invalid(path.Child("expendablePodsPriorityCutoff"), v,
+			"must be 0 or below: pods without a priority class have priority 0, so above 0 every one of them would be preempted whatever its disruption budget; "+
+				"set it to cluster-autoscaler's --expendable-pods-priority-cutoff (default -10)"))
+	}
 	pct, abs := path.Child("minCandidateNodesPercentage"), path.Child("minCandidateNodesAbsolute")
 	if v := args.MinCandidateNodesPercentage; v < 0 || v > 100 {
 		errs = append(errs, field.Invalid(pct, v, "not in valid range [0, 100]"))

@@ -47,6 +47,19 @@ func TestValidateBudgetAwarePreemptionArgs(t *testing.T) {
 			mutate: func(a *BudgetAwarePreemptionArgs) { a.OverrideBudgetsAtPriority = ptr.To[int32](2000000000) },
 		},
 		{
+			name:    "expendable cutoff above 0",
+			mutate:  func(a *BudgetAwarePreemptionArgs) { a.ExpendablePodsPriorityCutoff = 1 },
+			wantErr: `profiles[0].pluginConfig[1].args.expendablePodsPriorityCutoff: Invalid value: 1: must be 0 or below`,
+		},
+		{
+			name:   "expendable cutoff 0 is allowed",
+			mutate: func(a *BudgetAwarePreemptionArgs) { a.ExpendablePodsPriorityCutoff = 0 },
+		},
+		{
+			name:   "expendable cutoff far below",
+			mutate: func(a *BudgetAwarePreemptionArgs) { a.ExpendablePodsPriorityCutoff = -2147483648 },
+		},
+		{
 			name:    "percentage out of range",
 			mutate:  func(a *BudgetAwarePreemptionArgs) { a.MinCandidateNodesPercentage = 101 },
 			wantErr: `profiles[0].pluginConfig[1].args.minCandidateNodesPercentage: Invalid value: 101`,

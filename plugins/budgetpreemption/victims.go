@@ -271,6 +271,10 @@ func (pl *BudgetAwarePreemption) selectWithinBudgets(t *nodeTrial, op budget.Ope
 		if err := t.remove(pv.pi); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
+		if pv.expendable {
+			out = append(out, pv.pi.GetPod())
+			continue
+		}
 		d := plan.Add(pv.pi.GetPod())
 		if !d.Allowed {
 			return blocked(&d)
