@@ -12,10 +12,10 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
-	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
@@ -24,6 +24,11 @@ import (
 // candidate whose victims were not all actuated (the budget ledger times
 // entries out by itself).
 const reservationTTL = 2 * time.Minute
+
+// refusalTTL bounds how long a candidate the budgets refused (a preemptor
+// on a node) is not tried again, unless the victim's budget allows it
+// sooner.
+const refusalTTL = time.Minute
 
 // candidateReservation is the ledger reservation of one chosen candidate,
 // made once, before its first victim is actuated.
@@ -35,6 +40,14 @@ type candidateReservation struct {
 	// reported makes a denied reservation counted and reported once, not
 	// once per victim.
 	reported sync.Once
+
+	// risky are the victims a budget may refuse (denied first, then those
+	// that spend a budget); gate actuates them one by one before any other
+	// victim, and stops at the first refusal.
+	risky   []*v1.Pod
+	gate    sync.Once
+	gateErr error
+	done    map[types.UID]error
 }
 
 // reserve returns the reservation of candidate c, making it on first use:
@@ -50,27 +63,41 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 				delete(pl.reservations, k)
 			}
 		}
-		cr = &candidateReservation{created: now}
+		cr = &candidateReservation{created: now, done: map[types.UID]error{}}
 		pl.reservations[c] = cr
 	}
 	pl.mu.Unlock()
 
 	cr.once.Do(func() {
+		if err := pl.refused.get(preemptor.UID, c.Name()); err != nil {
+			// This candidate failed on a budget a moment ago: nothing is
+			// disrupted until the budget allows it (see refusedOn).
+			cr.err = err
+			return
+		}
 		// In Strict mode every victim must be allowed, together, now. In
 		// BestEffort mode (and for overriding preemptors) the allowed victims
 		// are reserved and the others are left to the API server: an
 		// eviction it refuses aborts the attempt, a delete breaks the budget.
 		strict := pl.strict(preemptor)
 		plan := pl.budgets.NewPlan(pl.operation(preemptor))
+		var denied, spending []*v1.Pod
 		for _, victim := range c.Victims().Pods {
 			if victim.DeletionTimestamp != nil {
 				continue
 			}
-			if d := plan.Add(victim); !d.Allowed && strict {
+			d := plan.Add(victim)
+			switch {
+			case !d.Allowed && strict:
 				cr.err = &budget.DeniedError{Pod: victim, Decision: d}
 				return
+			case !d.Allowed:
+				denied = append(denied, victim)
+			case len(d.Spends) > 0:
+				spending = append(spending, victim)
 			}
 		}
+		cr.risky = append(denied, spending...)
 		cr.r, cr.err = plan.Reserve()
 		if cr.err != nil && !strict {
 			klog.FromContext(ctx).V(2).Info("Victims are not all within their budgets; going ahead without a reservation", "preemptor", klog.KObj(preemptor), "err", cr.err)
@@ -83,8 +110,13 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 // preemptPod replaces Executor.PreemptPod: it reserves the candidate's
 // victims in the budget ledger, then evicts or deletes the victim, and
 // cancels the victim's reservation when that fails.
+//
+// The Executor calls it for every victim in parallel. The victims a budget
+// may refuse are actuated first, one at a time, by whichever call comes
+// first; the others wait for them, and are not disrupted when one was
+// refused: a refusal aborts the candidate before the victims that spend no
+// budget are touched.
 func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error {
-	logger := klog.FromContext(ctx)
 	// A pod preemptor's Obj is a wrapper; Pods holds the pod itself.
 	pods := preemptor.Pods()
 	if len(pods) != 1 {
@@ -103,32 +135,65 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 			reason := "Unknown"
 			if errors.As(cr.err, &de) {
 				reason = string(de.Decision.Reason())
+				pl.refused.add(preemptorPod.UID, c.Name(), de.Pod, cr.err)
 			}
 			blockedTotal.WithLabelValues(reason).Inc()
-			pl.abort(ctx, preemptorPod, victim, "PreemptionBlockedByBudget", fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
+			pl.abort(preemptorPod, victim, "PreemptionBlockedByBudget", fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
 		})
 		return cr.err
 	}
 
+	cr.gate.Do(func() {
+		for _, v := range cr.risky {
+			err := pl.actuate(ctx, c, cr, preemptor, preemptorPod, v, pluginName)
+			cr.done[v.UID] = err
+			if err != nil {
+				cr.gateErr = err
+				return
+			}
+		}
+	})
+	if err, ok := cr.done[victim.UID]; ok {
+		return err
+	}
+	if cr.gateErr != nil {
+		return cr.gateErr
+	}
+	return pl.actuate(ctx, c, cr, preemptor, preemptorPod, victim, pluginName)
+}
+
+// actuate evicts or deletes victim; when that fails it gives the victim's
+// reservation back, and remembers the refusal.
+func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptor preemption.ExecutorPreemptor, preemptorPod, victim *v1.Pod, pluginName string) error {
 	var err error
 	if pl.operation(preemptorPod) == budget.OperationDelete || pl.inScheduler(victim) {
 		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
 	} else {
 		err = pl.evict(ctx, c, preemptor, victim)
 	}
-	if err != nil {
-		cr.r.CancelPod(victim.Namespace, victim.Name)
-		code := "other"
-		var se apierrors.APIStatus
-		if errors.As(err, &se) {
-			code = strconv.Itoa(int(se.Status().Code))
-		}
-		evictionFailuresTotal.WithLabelValues(code).Inc()
-		logger.V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
-		pl.abort(ctx, preemptorPod, victim, "PreemptionEvictionFailed", fmt.Sprintf("the API server refused to disrupt victim %s (%s): %v; the preemptor will be retried", klog.KObj(victim), code, err))
-		return err
+	if err == nil {
+		return nil
 	}
-	return nil
+	cr.r.CancelPod(victim.Namespace, victim.Name)
+	code := "other"
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		code = strconv.Itoa(int(se.Status().Code))
+	}
+	evictionFailuresTotal.WithLabelValues(code).Inc()
+	err = fmt.Errorf("the API server refused to disrupt victim %s on node %s (%s): %w", klog.KObj(victim), c.Name(), code, err)
+	if apierrors.IsTooManyRequests(err) {
+		// The Eviction API's budget refusal: this candidate cannot complete
+		// until the budget allows it. The cache names the budget when it
+		// has seen what the API server saw.
+		if d := pl.budgets.Decide(victim, pl.operation(preemptorPod)); !d.Allowed {
+			err = fmt.Errorf("%w (%s)", err, d.Message())
+		}
+		pl.refused.add(preemptorPod.UID, c.Name(), victim, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
+	pl.abort(preemptorPod, victim, "PreemptionEvictionFailed", err.Error()+"; the preemptor will be retried")
+	return err
 }
 
 // inScheduler reports whether victim is only in the scheduler's memory
@@ -166,22 +231,13 @@ func (pl *BudgetAwarePreemption) evict(ctx context.Context, c preemption.Candida
 	return nil
 }
 
-// abort records why the preemption failed on the preemptor and clears its
-// nomination, so that it is scheduled again from scratch.
-func (pl *BudgetAwarePreemption) abort(ctx context.Context, preemptor, victim *v1.Pod, reason, note string) {
+// abort records why the preemption failed on the preemptor. It does not
+// touch the preemptor's nomination: the scheduler's failure handler writes
+// it after PostFilter returns, so a patch here could be overwritten. The
+// refusal is remembered instead, and the preemptor's next PostFilter
+// returns a result that clears the nomination (see refusal).
+func (pl *BudgetAwarePreemption) abort(preemptor, victim *v1.Pod, reason, note string) {
 	pl.fh.EventRecorder().Eventf(preemptor, victim, v1.EventTypeWarning, reason, "Preempting", note)
-	cur := preemptor
-	if p, err := pl.fh.SharedInformerFactory().Core().V1().Pods().Lister().Pods(preemptor.Namespace).Get(preemptor.Name); err == nil {
-		cur = p
-	}
-	if cur.Status.NominatedNodeName == "" {
-		return
-	}
-	st := cur.Status.DeepCopy()
-	st.NominatedNodeName = ""
-	if err := util.PatchPodStatus(ctx, pl.fh.ClientSet(), cur.Name, cur.Namespace, &cur.Status, st); err != nil && !apierrors.IsNotFound(err) {
-		klog.FromContext(ctx).Error(err, "Could not clear the preemptor's nominated node", "preemptor", klog.KObj(cur))
-	}
 }
 
 // blockKey holds the blockRecorder in the cycle state.

@@ -2,15 +2,25 @@ package budgetpreemption
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -98,5 +108,137 @@ func TestActuationFailureCancelsReservation(t *testing.T) {
 	}
 	if d := e.budgets.Decide(pods[1], budget.OperationDelete); !d.Allowed {
 		t.Errorf("budget not given back: %s", d.Message())
+	}
+}
+
+// evictionServer is an API server that serves only the Eviction
+// subresource: it refuses the victims in deny with a 429, as the Eviction
+// API does for a pod its budget protects, and accepts the others. It
+// counts the eviction calls per victim.
+type evictionServer struct {
+	mu    sync.Mutex
+	deny  map[string]bool
+	calls map[string]int
+}
+
+func (s *evictionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// api/v1/namespaces/<ns>/pods/<name>/eviction
+	if r.Method != http.MethodPost || len(parts) != 7 || parts[6] != "eviction" {
+		http.NotFound(w, r)
+		return
+	}
+	name := parts[5]
+	s.mu.Lock()
+	s.calls[name]++
+	deny := s.deny[name]
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if deny {
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+			Reason: metav1.StatusReasonTooManyRequests, Code: http.StatusTooManyRequests,
+			Message: "Cannot evict pod as it would violate the pod's disruption budget."})
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
+}
+
+func (s *evictionServer) count(names ...string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		n += s.calls[name]
+	}
+	return n
+}
+
+// evictionHandle answers ClientSet with a client of an evictionServer.
+type evictionHandle struct {
+	fwk.Handle
+	cs kubernetes.Interface
+}
+
+func (h *evictionHandle) ClientSet() kubernetes.Interface { return h.cs }
+
+// refusedEnv is BestEffort mode with Evict actuation on node n1: web-0,
+// which pdb shop/web (0 disruptions allowed) protects, and three pods under
+// no budget, free-0..2. The 4-CPU preemptor needs all four; the API server
+// refuses web-0. The preemptor is nominated to n1 by an earlier cycle.
+func refusedEnv(t *testing.T) (*env, *evictionServer, *v1.Pod) {
+	t.Helper()
+	p := preemptor("4", 100)
+	p.Status.NominatedNodeName = "n1"
+	pods := append(replicas("web", "n1", "web", true, 0), replicas("free", "n1", "", true, 0, 0, 0)...)
+	args := DefaultArgs()
+	args.Mode = ModeBestEffort
+	args.Actuation = ActuationEvict
+	e := newEnv(t, args, []*v1.Node{node("n1")}, append(pods, p), []*policyv1.PodDisruptionBudget{appPDB("web", 1, 1, 0).Obj()})
+	srv := &evictionServer{deny: map[string]bool{"web-0": true}, calls: map[string]int{}}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pl.fh = &evictionHandle{Handle: e.fw, cs: cs}
+	return e, srv, p
+}
+
+func (e *env) postFilterN1(t *testing.T, p *v1.Pod) (*fwk.PostFilterResult, *fwk.Status) {
+	t.Helper()
+	state, _ := e.preFilter(t, p)
+	m := framework.NewDefaultNodeToStatus()
+	m.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+	return e.pl.PostFilter(e.ctx, state, p, m)
+}
+
+// TestRefusalClearsNominationThroughScheduler: when the API server refuses
+// a victim, PostFilter answers what makes the scheduler's own failure
+// handler (handleSchedulingFailure) clear the preemptor's nomination and
+// mark it Unschedulable: an Unschedulable status naming the budget (an
+// Error status loses the result in RunPostFilterPlugins) with a result
+// that overrides the nomination with "". The plugin no longer patches the
+// nomination itself, which raced that handler. Every later cycle answers
+// the same while the budget denies the victim.
+func TestRefusalClearsNominationThroughScheduler(t *testing.T) {
+	e, _, p := refusedEnv(t)
+	for i := range 3 {
+		result, status := e.postFilterN1(t, p)
+		if status.Code() != fwk.Unschedulable {
+			t.Fatalf("cycle %d: PostFilter status %v, want Unschedulable", i, status)
+		}
+		if !strings.Contains(status.Message(), "pdb shop/web") {
+			t.Errorf("cycle %d: status %q does not name pdb shop/web", i, status.Message())
+		}
+		if result == nil || result.Mode() != fwk.ModeOverride || result.NominatedNodeName != "" {
+			t.Errorf("cycle %d: PostFilter result %+v, want one that overrides the nomination with \"\"", i, result)
+		}
+	}
+}
+
+// TestRefusedCandidateDisruptionsBounded: a victim the API server refuses
+// is evicted before its co-victims, alone, so the refusal leaves them
+// alone; and a candidate that failed on a budget is not a candidate again
+// while the budget denies the victim, so 20 retries do not evict the
+// co-victims (or post the refused eviction) over and over.
+func TestRefusedCandidateDisruptionsBounded(t *testing.T) {
+	e, srv, p := refusedEnv(t)
+	for range 20 {
+		if _, status := e.postFilterN1(t, p); status.IsSuccess() {
+			t.Fatalf("PostFilter succeeded; the API server refuses web-0")
+		}
+	}
+	coVictims := []string{"free-0", "free-1", "free-2"}
+	if got := srv.count(coVictims...); got != 0 {
+		t.Errorf("the co-victims of the refused victim were evicted %d times over 20 retries, want 0", got)
+	}
+	if got := srv.count(append(coVictims, "web-0")...); got > 1+len(coVictims) {
+		t.Errorf("%d eviction calls over 20 retries, want at most %d", got, 1+len(coVictims))
+	}
+	if got := srv.count("web-0"); got != 1 {
+		t.Errorf("the refused victim was posted %d times, want once", got)
 	}
 }

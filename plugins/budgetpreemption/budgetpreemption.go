@@ -52,6 +52,8 @@ type BudgetAwarePreemption struct {
 	// deletePod is upstream's PreemptPod (delete with a DisruptionTarget
 	// condition), used for Delete actuation and for overriding preemptors.
 	deletePod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error
+	// refused remembers the candidates budgets refused (actuation.go).
+	refused *refusals
 
 	mu           sync.Mutex
 	reservations map[preemption.Candidate]*candidateReservation
@@ -148,6 +150,7 @@ func newPlugin(args *BudgetAwarePreemptionArgs, fh fwk.Handle, c *budget.Cache, 
 	}
 	pl.Executor = preemption.NewExecutor(fh, fts)
 	pl.deletePod = pl.Executor.PreemptPod
+	pl.refused = newRefusals()
 	pl.Executor.PreemptPod = pl.preemptPod
 	pl.Evaluator = preemption.NewEvaluator(Name, fh, pl, pl.Executor)
 	return pl
@@ -210,6 +213,11 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 			pl.fh.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "PreemptionBlockedByBudget", "Preempting", note)
 			klog.FromContext(ctx).V(2).Info("Preemption blocked by disruption budgets", "pod", klog.KObj(pod), "reason", blocked.reason, "message", blocked.message)
 			msg = strings.TrimSpace(msg + "; " + note)
+		}
+	}
+	if !status.IsSuccess() {
+		if r, s := pl.refusal(pod, status, msg, rec.summary() != nil); s != nil {
+			return r, s
 		}
 	}
 	if len(msg) > 0 {
@@ -346,6 +354,9 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 	if budget.NodeBeingRemoved(nodeInfo.Node()) {
 		// Victims here would make room on a node that is going away.
 		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node is being removed by cluster-autoscaler (taint "+budget.TaintToBeDeleted+")")
+	}
+	if s := pl.refusedOn(pod, nodeInfo.Node().Name, op, rec); s != nil {
+		return nil, 0, s
 	}
 
 	var potential, protected []potentialVictim
