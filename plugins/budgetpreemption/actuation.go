@@ -86,6 +86,11 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 			if victim.DeletionTimestamp != nil {
 				continue
 			}
+			if pl.expendable(victim) {
+				// cluster-autoscaler counts on it going: it is deleted, and
+				// spends no budget in the plan (see expendable.go).
+				continue
+			}
 			d := plan.Add(victim)
 			switch {
 			case !d.Allowed && strict:
@@ -166,7 +171,9 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 // reservation back, and remembers the refusal.
 func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptor preemption.ExecutorPreemptor, preemptorPod, victim *v1.Pod, pluginName string) error {
 	var err error
-	if pl.operation(preemptorPod) == budget.OperationDelete || pl.inScheduler(victim) {
+	// An expendable victim under a budget is deleted: the Eviction API
+	// would refuse it, and cluster-autoscaler assumes it goes.
+	if pl.operation(preemptorPod) == budget.OperationDelete || pl.inScheduler(victim) || pl.expendable(victim) {
 		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
 	} else {
 		err = pl.evict(ctx, c, preemptor, victim)

@@ -123,3 +123,10 @@ func (pl *BudgetAwarePreemption) reportExpendable(preemptor *v1.Pod, node string
 		"preempting on node %s pods below expendablePodsPriorityCutoff %d although a disruption budget protects them, as cluster-autoscaler assumes: %s",
 		node, pl.args.ExpendablePodsPriorityCutoff, strings.Join(parts, "; "))
 }
+
+// expendable reports whether victim is below expendablePodsPriorityCutoff:
+// cluster-autoscaler leaves such pods out of its simulation and counts on
+// preemption removing them, so budgetguard takes them even under a budget.
+func (pl *BudgetAwarePreemption) expendable(victim *v1.Pod) bool {
+	return budget.PodExpendable(victim, pl.args.ExpendablePodsPriorityCutoff)
+}

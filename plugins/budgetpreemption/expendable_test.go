@@ -1,6 +1,7 @@
 package budgetpreemption
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 )
 
 // TestExpendableVictimsUnderBudget checks the cluster-autoscaler contract for
@@ -68,5 +70,29 @@ func TestExpendableVictimsUnderBudget(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExpendableVictimDeletedAtActuation: in Strict mode with the Eviction
+// API, a budget-protected victim below the cutoff is neither refused by the
+// reservation nor evicted (the API server would answer 429): it is deleted,
+// as cluster-autoscaler assumes, and reserves nothing.
+func TestExpendableVictimDeletedAtActuation(t *testing.T) {
+	pods := replicas("web", "n1", "web", true, -20, -20)
+	e := newEnv(t, DefaultArgs(), []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 2, 2, 0).Obj()})
+	var deleted []string
+	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+		deleted = append(deleted, victim.Name)
+		return nil
+	}
+	p := testPreemptor{preemptor("1", 100)}
+	if err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", pods[:1]}, p, pods[0], Name); err != nil {
+		t.Fatalf("preempting an expendable victim: %v", err)
+	}
+	if len(deleted) != 1 || deleted[0] != pods[0].Name {
+		t.Errorf("deleted %v, want [%s] (deleted, not evicted)", deleted, pods[0].Name)
+	}
+	if got := e.budgets.InFlight(); got != 0 {
+		t.Errorf("ledger holds %d reservations, want 0: an expendable victim spends no budget", got)
 	}
 }
