@@ -40,14 +40,7 @@ func TestExpendableVictimsUnderBudget(t *testing.T) {
 			exp := &expendableRecorder{}
 			state.Write(expendableKey, exp)
 			candidates, _, _ := e.pl.Evaluator.DryRunPreemption(e.ctx, state, p, nodeInfos, nil, 0, int32(len(nodeInfos)))
-			got := map[string][]string{}
-			for _, c := range candidates {
-				var names []string
-				for _, v := range c.Victims().Pods {
-					names = append(names, v.Name)
-				}
-				got[c.Name()] = names
-			}
+			got := victimsByNode(candidates)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("victims per candidate node (-want,+got):\n%s", diff)
 			}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
@@ -119,6 +120,17 @@ func (e *env) preempt(t *testing.T, preemptor *v1.Pod) (map[string][]string, str
 	t.Helper()
 	state, nodeInfos := e.preFilter(t, preemptor)
 	candidates, _, _ := e.pl.Evaluator.DryRunPreemption(e.ctx, state, preemptor, nodeInfos, nil, 0, int32(len(nodeInfos)))
+	got := victimsByNode(candidates)
+	best := ""
+	if c := e.pl.Evaluator.SelectCandidate(e.ctx, candidates); c != nil {
+		best = c.Name()
+	}
+	return got, best
+}
+
+// victimsByNode returns the victims of each candidate by node, as sorted
+// names.
+func victimsByNode(candidates []preemption.Candidate) map[string][]string {
 	got := map[string][]string{}
 	for _, c := range candidates {
 		var names []string
@@ -128,11 +140,7 @@ func (e *env) preempt(t *testing.T, preemptor *v1.Pod) (map[string][]string, str
 		sort.Strings(names)
 		got[c.Name()] = names
 	}
-	best := ""
-	if c := e.pl.Evaluator.SelectCandidate(e.ctx, candidates); c != nil {
-		best = c.Name()
-	}
-	return got, best
+	return got
 }
 
 func node(name string) *v1.Node {

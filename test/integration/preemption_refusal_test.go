@@ -19,12 +19,8 @@ import (
 // the budget in the message (what cluster-autoscaler scales up for), and
 // nothing writes the nomination back.
 func TestPreemptionRefusalClearsNomination(t *testing.T) {
-	a := newAnchored(t)
-	ns, high, node, web, sched := a.ns, a.high, a.node, a.web, startScheduler(t, a.ns, "{mode: BestEffort}")
-
-	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
-	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor saying the API server refused with 429",
-		env.EventFor(ns, "preemptor", "PreemptionEvictionFailed", "(429)"))
+	a := refusedByAPIServer(t)
+	ns, web := a.ns, a.web
 	budgetName := "pdb " + ns + "/web"
 	unnominated := func(ctx context.Context) (bool, error) {
 		p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, "preemptor", metav1.GetOptions{})

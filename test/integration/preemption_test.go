@@ -48,6 +48,19 @@ func (a anchored) expectPreemptionOn(t *testing.T, sched, node string, victims m
 	testenv.Holds(t, settle, "no web pod is disrupted", goneAtMost(a.ns, a.web, 0))
 }
 
+// refusedByAPIServer sets up the anchor scenario with a BestEffort
+// scheduler, whose preemptor "preemptor" needs two of the web pods, and waits
+// until the API server has refused the eviction the budget does not allow.
+func refusedByAPIServer(t *testing.T) anchored {
+	t.Helper()
+	a := newAnchored(t)
+	sched := startScheduler(t, a.ns, "{mode: BestEffort}")
+	createPreemptor(t, a.ns, "preemptor", sched, a.high, "2", a.node)
+	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor saying the API server refused with 429",
+		env.EventFor(a.ns, "preemptor", "PreemptionEvictionFailed", "(429)"))
+	return a
+}
+
 // anchor sets up the anchor scenario in ns on a new node, with pods of
 // priority class pc. It returns the node and the pods' UIDs.
 func anchor(t *testing.T, ns, pc string) (string, map[types.UID]string) {
@@ -205,12 +218,8 @@ func TestPreemptionDeleteActuation(t *testing.T) {
 // refuses it (429), the attempt is aborted with an event on the preemptor,
 // and the budget holds.
 func TestPreemptionEvictRefusedByAPIServer(t *testing.T) {
-	a := newAnchored(t)
-	ns, high, node, web, sched := a.ns, a.high, a.node, a.web, startScheduler(t, a.ns, "{mode: BestEffort}")
-
-	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
-	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor saying the API server refused with 429",
-		env.EventFor(ns, "preemptor", "PreemptionEvictionFailed", "(429)"))
+	a := refusedByAPIServer(t)
+	ns, web := a.ns, a.web
 	testenv.Holds(t, settle, "at most 1 web pod is disrupted", goneAtMost(ns, web, 1))
 	p, err := cp.Client.CoreV1().Pods(ns).Get(testenv.Context(t), "preemptor", metav1.GetOptions{})
 	if err != nil {
