@@ -9,6 +9,8 @@ import (
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/budgetguard/budgetguard/internal/jsonfields"
 )
 
 // The descheduler decodes a policy with the apimachinery JSON serializer
@@ -92,46 +94,12 @@ func describeStrictError(e error, t reflect.Type, doc any, path string) error {
 // caseVariantOf returns the JSON name of the field of struct type t that
 // name spells in another case, or "".
 func caseVariantOf(t reflect.Type, name string) string {
-	for _, f := range jsonFields(t) {
-		if f.name != name && strings.EqualFold(f.name, name) {
-			return f.name
+	for _, f := range jsonfields.Of(t) {
+		if f.Name != name && strings.EqualFold(f.Name, name) {
+			return f.Name
 		}
 	}
 	return ""
-}
-
-type jsonField struct {
-	name string
-	typ  reflect.Type
-}
-
-// jsonFields returns the fields of struct type t by their JSON names, with
-// those of embedded structs without a name (`json:",inline"`).
-func jsonFields(t reflect.Type) []jsonField {
-	t = deref(t)
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	var out []jsonField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		switch {
-		case f.Anonymous && name == "":
-			out = append(out, jsonFields(f.Type)...)
-			continue
-		case !f.IsExported():
-			continue
-		case name == "":
-			name = f.Name
-		}
-		out = append(out, jsonField{name: name, typ: f.Type})
-	}
-	return out
 }
 
 // pathStep is one step of a field path such as "profiles[0].plugins": a
@@ -180,16 +148,11 @@ func typeAt(t reflect.Type, path string) (reflect.Type, bool) {
 		case s.key != "" && t.Kind() == reflect.Map:
 			t = deref(t.Elem())
 		case s.key != "" && t.Kind() == reflect.Struct:
-			found := false
-			for _, f := range jsonFields(t) {
-				if f.name == s.key {
-					t, found = deref(f.typ), true
-					break
-				}
-			}
-			if !found {
+			ft, ok := jsonfields.Lookup(t, s.key)
+			if !ok {
 				return nil, false
 			}
+			t = deref(ft)
 		default:
 			return nil, false
 		}

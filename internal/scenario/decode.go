@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/budgetguard/budgetguard/internal/jsonfields"
 )
 
 // fieldProblem is a problem at a field path; field "" is the value itself.
@@ -161,7 +163,7 @@ func locate(t reflect.Type, data []byte, path string) culprit {
 			return culprit{}
 		}
 		for _, key := range slices.Sorted(maps.Keys(fields)) {
-			ft, ok := jsonField(t, key)
+			ft, ok := jsonfields.Lookup(t, key)
 			if !ok {
 				continue
 			}
@@ -210,40 +212,4 @@ var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 func implementsUnmarshaler(t reflect.Type) bool {
 	return t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)
-}
-
-// jsonField returns the type of the field of struct t that JSON key name
-// decodes into, looking into embedded structs without a name of their own
-// (such as metav1.TypeMeta).
-func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		tagName, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && tagName == "" {
-			et := f.Type
-			if et.Kind() == reflect.Pointer {
-				et = et.Elem()
-			}
-			if et.Kind() == reflect.Struct {
-				if ft, ok := jsonField(et, name); ok {
-					return ft, true
-				}
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if tagName == "" {
-			tagName = f.Name
-		}
-		if tagName == name {
-			return f.Type, true
-		}
-	}
-	return nil, false
 }
