@@ -54,3 +54,35 @@ func TestPodExpendable(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoscalerScaleUp checks which pending pods cluster-autoscaler counts
+// for scale-up: unbound, Unschedulable, not nominated, not expendable.
+func TestAutoscalerScaleUp(t *testing.T) {
+	unschedulable := func(p *v1.Pod) *v1.Pod {
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+		return p
+	}
+	pending := func() *v1.Pod { return unschedulable(testobj.MakePod().Namespace("ns").Name("p").Priority(100).Obj()) }
+	tests := []struct {
+		name string
+		pod  func() *v1.Pod
+		want string
+	}{
+		{name: "unschedulable and unnominated", pod: pending, want: "Considered"},
+		{name: "nominated", pod: func() *v1.Pod { p := pending(); p.Status.NominatedNodeName = "n1"; return p }, want: "Nominated"},
+		{name: "no condition yet", pod: func() *v1.Pod { return testobj.MakePod().Namespace("ns").Name("p").Obj() }, want: "NotUnschedulable"},
+		{name: "other reason", pod: func() *v1.Pod {
+			p := pending()
+			p.Status.Conditions[0].Reason = "SchedulingGated"
+			return p
+		}, want: "NotUnschedulable"},
+		{name: "bound", pod: func() *v1.Pod { p := pending(); p.Spec.NodeName = "n1"; return p }, want: "Bound"},
+		{name: "expendable", pod: func() *v1.Pod { return unschedulable(testobj.MakePod().Namespace("ns").Name("p").Priority(-20).Obj()) }, want: "Expendable"},
+	}
+	for _, tc := range tests {
+		got := AutoscalerScaleUp(tc.pod(), DefaultExpendablePodsPriorityCutoff)
+		if got.Reason != tc.want || got.Considered != (tc.want == "Considered") || got.Message == "" {
+			t.Errorf("%s: AutoscalerScaleUp = %+v, want reason %s", tc.name, got, tc.want)
+		}
+	}
+}
