@@ -133,6 +133,13 @@ func (w *PodWrapper) OnNodes(nodes ...string) *PodWrapper {
 	return w
 }
 
+// TolerateAll adds a toleration of every taint (operator Exists, no key),
+// as a DaemonSet pod or a critical preemptor may have.
+func (w *PodWrapper) TolerateAll() *PodWrapper {
+	w.Spec.Tolerations = append(w.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+	return w
+}
+
 // Phase sets status.phase.
 func (w *PodWrapper) Phase(p corev1.PodPhase) *PodWrapper { w.Status.Phase = p; return w }
 

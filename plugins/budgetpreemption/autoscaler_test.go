@@ -52,10 +52,10 @@ func TestNodeBeingRemovedIsNoCandidate(t *testing.T) {
 	}
 }
 
-// TestDeletionCandidateNodesComeLast: among candidates equally good for the
-// budgets, a node cluster-autoscaler may remove soon is chosen last, even
-// when upstream's priority criteria would prefer it; the budgets still come
-// first.
+// TestDeletionCandidateNodesComeLast: a node cluster-autoscaler may remove
+// soon is chosen last, even when upstream's priority criteria or fewer
+// budget-spending victims would prefer it; only a candidate that breaks a
+// budget (BestEffort) comes after it.
 func TestDeletionCandidateNodesComeLast(t *testing.T) {
 	candidate := func() *v1.Node {
 		return taintedNode("n1", budget.TaintDeletionCandidate, v1.TaintEffectPreferNoSchedule)
@@ -64,6 +64,7 @@ func TestDeletionCandidateNodesComeLast(t *testing.T) {
 		name     string
 		pods     []*v1.Pod
 		pdbs     []*policyv1.PodDisruptionBudget
+		args     *BudgetAwarePreemptionArgs
 		wantBest string
 	}{
 		{
@@ -73,15 +74,23 @@ func TestDeletionCandidateNodesComeLast(t *testing.T) {
 			wantBest: "n2",
 		},
 		{
-			name:     "victims that spend a budget only on the other node: the deletion candidate",
+			name:     "victims that spend a budget only on the other node: the other node",
 			pods:     slices.Concat(replicas("low", "n1", "", true, 0, 0, 0, 0), replicas("web", "n2", "web", true, 0, 0, 0, 0)),
 			pdbs:     []*policyv1.PodDisruptionBudget{appPDB("web", 4, 0, 4).Obj()},
+			wantBest: "n2",
+		},
+		{
+			// BestEffort: n2's victim is under a budget that allows nothing.
+			name:     "a victim a budget denies on the other node: the deletion candidate",
+			pods:     slices.Concat(replicas("low", "n1", "", true, 0, 0, 0, 0), replicas("web", "n2", "web", true, 0, 0, 0, 0)),
+			pdbs:     []*policyv1.PodDisruptionBudget{appPDB("web", 4, 4, 0).Obj()},
+			args:     &BudgetAwarePreemptionArgs{Mode: ModeBestEffort},
 			wantBest: "n1",
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil, []*v1.Node{candidate(), node("n2")}, tc.pods, tc.pdbs)
+			e := newEnv(t, tc.args, []*v1.Node{candidate(), node("n2")}, tc.pods, tc.pdbs)
 			got, best := e.preempt(t, tolerateAll(preemptor("1", 100)))
 			if len(got) != 2 {
 				t.Fatalf("candidates = %v, want both nodes", got)

@@ -16,14 +16,17 @@ import (
 // preemption: SelectCandidate, pickOneNodeForPreemption). A non-nil list
 // replaces upstream's defaults, so they are all here, with one inserted:
 //
-//  1. fewest denied victims, then fewest budget-spending victims: the count
-//     SelectVictimsOnNode returns as NumPDBViolations (upstream's first);
+//  1. fewest denied victims (BestEffort only: a victim whose budget allows
+//     nothing), from the count SelectVictimsOnNode returns as
+//     NumPDBViolations, denied*deniedWeight + spending;
 //  2. not a node cluster-autoscaler may remove soon
-//     (DeletionCandidateOfClusterAutoscaler), so such nodes come last among
-//     nodes equally good for the budgets. The budgets come first: landing
-//     on a node that may go away risks one later move of the preemptor,
-//     while a denied or spending victim disrupts an application now;
-//  3. the lowest highest-priority victim, the lowest sum of victim
+//     (DeletionCandidateOfClusterAutoscaler): such nodes come last, after
+//     every node that breaks no more budgets. Spending an allowed disruption
+//     keeps every promise; landing on a node that is about to go away moves
+//     the preemptor and its neighbours again soon;
+//  3. fewest budget-spending victims (the rest of upstream's first
+//     criterion);
+//  4. the lowest highest-priority victim, the lowest sum of victim
 //     priorities, the fewest victims, and the latest start time of the
 //     highest-priority victims: upstream's remaining criteria.
 //
@@ -38,13 +41,14 @@ func (pl *BudgetAwarePreemption) scoreFuncs(nodesToVictims map[string]*extenderv
 		}
 	}
 	return []func(string) int64{
-		func(node string) int64 { return -nodesToVictims[node].NumPDBViolations },
+		func(node string) int64 { return -(nodesToVictims[node].NumPDBViolations / deniedWeight) },
 		func(node string) int64 {
 			if deletionCandidate[node] {
 				return 0
 			}
 			return 1
 		},
+		func(node string) int64 { return -(nodesToVictims[node].NumPDBViolations % deniedWeight) },
 		func(node string) int64 {
 			// Victims are ordered most important first.
 			return -int64(corev1helpers.PodPriority(nodesToVictims[node].Pods[0]))
