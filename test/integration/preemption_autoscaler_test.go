@@ -110,7 +110,10 @@ func TestPreemptionRefusedCandidateIsACleanAbort(t *testing.T) {
 	ns := env.NewNamespace(t)
 	low, high, _ := priorityClasses(t, ns)
 	node := env.ReadyNode(t, ns, "2")
-	tmpl := testobj.BoundPod(node).Label("app", "free").PriorityClass(low).Template()
+	// The free pod is the more important victim, which upstream's executor
+	// disrupts first.
+	mid := env.PriorityClass(t, ns, (lowPriority+highPriority)/2)
+	tmpl := testobj.BoundPod(node).Label("app", "free").PriorityClass(mid).Template()
 	tmpl.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name("free").Replicas(1).Template(tmpl))
 	env.CreatePod(t, ns, testobj.MakePod().Name("guarded").Label("app", "guarded").Node(node).
