@@ -7,10 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
-	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
-	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,8 +32,8 @@ const Name = "BudgetAwarePreemption"
 // SelectVictimsOnNode).
 const deniedWeight = 1 << 20
 
-// syncWait bounds how long PostFilter waits for the budget cache to sync.
-const syncWait = 5 * time.Second
+// cacheNotSynced is PostFilter's answer before the budget cache has synced.
+const cacheNotSynced = "budget cache not synced; the pod is retried once it is"
 
 // BudgetAwarePreemption is a PostFilter plugin: upstream preemption whose
 // victims are chosen and reserved with the shared budget cache.
@@ -76,42 +73,24 @@ var (
 // Name returns the plugin's name.
 func (pl *BudgetAwarePreemption) Name() string { return Name }
 
-// New builds the plugin from its arguments. It registers the budget cache's
-// informers on the scheduler's shared informer factory and, when the handle
-// has a kubeconfig, on a Kruise factory for PodUnavailableBudgets.
+// New builds the plugin from its arguments, on the budget cache every
+// profile of the scheduler shares (sharedcache.go). The first call registers
+// the cache's informers on the scheduler's shared informer factory and, when
+// the handle has a kubeconfig, on a Kruise factory for PodUnavailableBudgets.
 func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
 	args, err := argsFrom(obj)
 	if err != nil {
 		return nil, err
 	}
-	var opts budget.Options
-	var kf kruiseinformers.SharedInformerFactory
-	if cfg := fh.KubeConfig(); cfg != nil && fh.ClientSet() != nil {
-		kc, err := kruiseclient.NewForConfig(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("%s: creating the Kruise client: %w", Name, err)
-		}
-		kf = kruiseinformers.NewSharedInformerFactory(kc, 0)
-		opts.KruiseInformers = kf
-		opts.Discovery = fh.ClientSet().Discovery()
-	}
-	c, err := budget.New(ctx, fh.SharedInformerFactory(), opts)
+	sh, err := budgetsFor(ctx, fh)
 	if err != nil {
+		return nil, err
+	}
+	pl := newPlugin(args, fh, sh.cache, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory(), sh.kruise); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	c.ExportMetrics(ctx, "scheduler")
-	if kf != nil {
-		kf.Start(ctx.Done())
-	}
-	go func() {
-		if c.WaitForCacheSync(ctx) {
-			c.Run(ctx, time.Minute)
-		}
-	}()
-	pl := newPlugin(args, fh, c, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
-	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory(), kf); err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
-	}
+	go pl.requeueWhenSynced(ctx, sh.synced)
 	return pl, nil
 }
 
@@ -181,13 +160,15 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+Name+" does not preempt for pod groups")
 	}
 	if !pl.budgets.HasSynced() {
-		// Only right after start: wait a little, then let the pod retry.
-		wctx, cancel := context.WithTimeout(ctx, syncWait)
-		synced := pl.budgets.WaitForCacheSync(wctx)
-		cancel()
-		if !synced {
-			return nil, fwk.AsStatus(fmt.Errorf("preemption: the budget cache has not synced yet"))
+		// Only right after start. Waiting here would hold the whole
+		// scheduling loop; the pod is remembered and requeued once the
+		// cache has synced (requeueWhenSynced).
+		pl.blocked.add(pod)
+		if pl.budgets.HasSynced() {
+			pl.blocked.forget(pod) // synced meanwhile: retry at once
+			return nil, fwk.AsStatus(fmt.Errorf("preemption: %s", cacheNotSynced))
 		}
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+cacheNotSynced)
 	}
 	rec := &blockRecorder{}
 	state.Write(blockKey, rec)

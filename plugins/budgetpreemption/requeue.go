@@ -237,3 +237,18 @@ func (pl *BudgetAwarePreemption) budgetChanged(ctx context.Context, kind budget.
 		pl.fh.Activate(logger, pods)
 	}()
 }
+
+// requeueWhenSynced activates the preemptors PostFilter turned away while
+// the budget cache was not synced, once synced is closed.
+func (pl *BudgetAwarePreemption) requeueWhenSynced(ctx context.Context, synced <-chan struct{}) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-synced:
+	}
+	if pods := pl.blocked.take(); len(pods) > 0 && ctx.Err() == nil {
+		logger := klog.FromContext(ctx)
+		logger.V(2).Info("Requeueing preemptors that arrived before the budget cache synced", "count", len(pods))
+		pl.fh.Activate(logger, pods)
+	}
+}

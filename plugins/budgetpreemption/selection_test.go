@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	clientsetfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -49,7 +50,7 @@ type env struct {
 
 func newEnv(t testing.TB, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pods []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget) *env {
 	t.Helper()
-	logger, ctx := ktesting.NewTestContext(t)
+	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 
@@ -66,23 +67,7 @@ func newEnv(t testing.TB, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pod
 	cs := clientsetfake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	snapshot := internalcache.NewSnapshot(pods, nodes)
-	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
-		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
-		tf.RegisterPluginAsExtensions(noderesources.Name, frameworkruntime.FactoryAdapter(feature.Features{}, noderesources.NewFit), "Filter", "PreFilter"),
-		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-	}, "",
-		frameworkruntime.WithClientSet(cs),
-		frameworkruntime.WithEventRecorder(&events.FakeRecorder{}),
-		frameworkruntime.WithInformerFactory(factory),
-		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
-		frameworkruntime.WithSnapshotSharedLister(snapshot),
-		frameworkruntime.WithLogger(logger),
-		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
-		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fw := newFramework(ctx, t, cs, factory, snapshot)
 	bc, err := budget.New(ctx, factory, budget.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +82,30 @@ func newEnv(t testing.TB, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pod
 		t.Fatal("budget cache did not sync")
 	}
 	return &env{ctx: ctx, fw: fw, pl: pl, budgets: bc, snapshot: snapshot}
+}
+
+// newFramework builds a scheduler framework with NodeResourcesFit on cs and
+// factory, as a profile of kube-scheduler is; opts add to its options.
+func newFramework(ctx context.Context, t testing.TB, cs *clientsetfake.Clientset, factory informers.SharedInformerFactory, snapshot *internalcache.Snapshot, opts ...frameworkruntime.Option) framework.Framework {
+	t.Helper()
+	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+		tf.RegisterPluginAsExtensions(noderesources.Name, frameworkruntime.FactoryAdapter(feature.Features{}, noderesources.NewFit), "Filter", "PreFilter"),
+		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+	}, "", append([]frameworkruntime.Option{
+		frameworkruntime.WithClientSet(cs),
+		frameworkruntime.WithEventRecorder(&events.FakeRecorder{}),
+		frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithLogger(klog.FromContext(ctx)),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fw
 }
 
 // preFilter runs the PreFilter plugins for preemptor, and returns the cycle

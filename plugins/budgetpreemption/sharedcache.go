@@ -1,0 +1,95 @@
+package budgetpreemption
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+// One budget cache per scheduler process.
+//
+// kube-scheduler builds every profile's framework on one shared informer
+// factory, and calls New once per profile that enables the plugin. Each
+// call used to build its own cache, with its own ledger: two profiles
+// could then both spend a budget's one allowed disruption. The cache, its
+// Kruise informer factory and its ledger are now shared by every profile
+// built on the same informer factory, as BudgetAwareEvictor shares one per
+// descheduler factory. Each profile keeps its own args, candidate
+// reservations and blocked preemptors; the budgets are decided in one place.
+
+// sharedBudgets is what every profile on one informer factory shares.
+type sharedBudgets struct {
+	cache *budget.Cache
+	// kruise is the Kruise informer factory of PodUnavailableBudgets, nil
+	// when the handle has no kubeconfig.
+	kruise kruiseinformers.SharedInformerFactory
+	// synced is closed once the cache has synced (or ctx ended), after
+	// which blocked preemptors are requeued.
+	synced chan struct{}
+}
+
+var (
+	sharedMu     sync.Mutex
+	sharedCaches = map[informers.SharedInformerFactory]*sharedBudgets{}
+)
+
+// budgetsFor returns the budget cache of fh's informer factory, building it
+// on the first call. The cache lives until ctx (the scheduler's) ends.
+func budgetsFor(ctx context.Context, fh fwk.Handle) (*sharedBudgets, error) {
+	factory := fh.SharedInformerFactory()
+	if factory == nil {
+		return nil, fmt.Errorf("%s: the handle has no shared informer factory", Name)
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sh, ok := sharedCaches[factory]; ok {
+		return sh, nil
+	}
+	var opts budget.Options
+	sh := &sharedBudgets{synced: make(chan struct{})}
+	if cfg := fh.KubeConfig(); cfg != nil && fh.ClientSet() != nil {
+		kc, err := kruiseclient.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: creating the Kruise client: %w", Name, err)
+		}
+		sh.kruise = kruiseinformers.NewSharedInformerFactory(kc, 0)
+		opts.KruiseInformers = sh.kruise
+		opts.Discovery = fh.ClientSet().Discovery()
+	}
+	c, err := budget.New(ctx, factory, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	sh.cache = c
+	c.ExportMetrics(ctx, "scheduler")
+	if sh.kruise != nil {
+		sh.kruise.Start(ctx.Done())
+	}
+	go func() {
+		ok := c.WaitForCacheSync(ctx)
+		close(sh.synced)
+		if ok {
+			c.Run(ctx, time.Minute)
+		}
+	}()
+	sharedCaches[factory] = sh
+	go func() {
+		<-ctx.Done()
+		sharedMu.Lock()
+		defer sharedMu.Unlock()
+		if sharedCaches[factory] == sh {
+			delete(sharedCaches, factory)
+		}
+	}()
+	klog.FromContext(ctx).V(2).Info("Budget cache built; every profile on this informer factory shares it", "plugin", Name)
+	return sh, nil
+}
