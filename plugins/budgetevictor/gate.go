@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +104,12 @@ func (g *evictionGate) install(client kubernetes.Interface) bool {
 		if hc == nil {
 			hc = http.DefaultClient
 		}
-		if _, done := hc.Transport.(*gateTransport); done {
+		if installed, done := hc.Transport.(*gateTransport); done {
+			// The descheduler was built again on this client with a new
+			// informer factory (the sandbox does so for every step; a
+			// program may for every run): decide on the new cache from now
+			// on, not on the first one, which has stopped.
+			installed.gate.Store(g)
 			return true
 		}
 		next := hc.Transport
@@ -111,7 +117,9 @@ func (g *evictionGate) install(client kubernetes.Interface) bool {
 			next = http.DefaultTransport
 		}
 		wrapped := *hc
-		wrapped.Transport = &gateTransport{gate: g, next: next}
+		t := &gateTransport{next: next}
+		t.gate.Store(g)
+		wrapped.Transport = t
 		rc.Client = &wrapped
 		return true
 	case *fake.Clientset:
@@ -156,9 +164,10 @@ func metaName(obj runtime.Object) (string, error) {
 	return acc.GetName(), nil
 }
 
-// gateTransport is the RoundTripper of the policy/v1 REST client.
+// gateTransport is the RoundTripper of the policy/v1 REST client. Its gate
+// is the one installed last.
 type gateTransport struct {
-	gate *evictionGate
+	gate atomic.Pointer[evictionGate]
 	next http.RoundTripper
 }
 
@@ -167,7 +176,7 @@ func (t *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return t.next.RoundTrip(req)
 	}
-	r, st := t.gate.admit(namespace, name)
+	r, st := t.gate.Load().admit(namespace, name)
 	if st != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()

@@ -287,3 +287,32 @@ func TestEvictionTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestGateFollowsTheLatestCache: the descheduler built again on the same
+// client with a new informer factory (the sandbox does so for every
+// deschedule step) decides on the new cache. The gate used to stay bound to
+// the first cache it met, which had stopped: pods created since passed
+// unchecked and known pods were judged on frozen numbers.
+func TestGateFollowsTheLatestCache(t *testing.T) {
+	srv := &fakeAPIServer{hits: map[string]int{}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	real, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first build saw a budget with room for 2; by the second the
+	// budget allows nothing.
+	pluginOn(t, nil, Options{}, fake.NewClientset(objects(webPDB("web", 2).Obj(), "a")...), real)
+	second := pluginOn(t, nil, Options{}, fake.NewClientset(objects(webPDB("web", 0).Obj(), "a")...), real)
+	if !second.gated {
+		t.Fatal("the second build has no gate")
+	}
+	err = evict(context.Background(), real, "a")
+	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "pdb shop/web") {
+		t.Fatalf("eviction of a after the second build: %v, want a 429 from the gate naming pdb shop/web", err)
+	}
+	if n := srv.evictions("a"); n != 0 {
+		t.Errorf("the server saw %d evictions of a, want 0: the current cache denies it", n)
+	}
+}
