@@ -48,6 +48,10 @@ type candidateReservation struct {
 	gate    sync.Once
 	gateErr error
 	done    map[types.UID]error
+
+	// current holds each victim as it was re-read and decided (delete.go);
+	// a victim missing from it is gone and needs no disruption.
+	current map[types.UID]*v1.Pod
 }
 
 // reserve returns the reservation of candidate c, making it on first use:
@@ -63,7 +67,7 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 				delete(pl.reservations, k)
 			}
 		}
-		cr = &candidateReservation{created: now, done: map[types.UID]error{}}
+		cr = &candidateReservation{created: now, done: map[types.UID]error{}, current: map[types.UID]*v1.Pod{}}
 		pl.reservations[c] = cr
 	}
 	pl.mu.Unlock()
@@ -83,6 +87,12 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 		plan := pl.budgets.NewPlan(pl.operation(preemptor))
 		var denied, spending []*v1.Pod
 		for _, victim := range c.Victims().Pods {
+			// Decided as the cluster has it now, not as the snapshot did.
+			victim = pl.current(victim)
+			if victim == nil {
+				continue
+			}
+			cr.current[victim.UID] = victim
 			if victim.DeletionTimestamp != nil {
 				continue
 			}
@@ -148,6 +158,12 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 		return cr.err
 	}
 
+	cur, ok := cr.current[victim.UID]
+	if !ok {
+		klog.FromContext(ctx).V(2).Info("Victim is already gone", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "node", c.Name())
+		return nil
+	}
+	victim = cur
 	cr.gate.Do(func() {
 		for _, v := range cr.risky {
 			err := pl.actuate(ctx, c, cr, preemptor, preemptorPod, v, pluginName)

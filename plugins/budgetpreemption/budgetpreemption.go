@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -46,7 +47,13 @@ type BudgetAwarePreemption struct {
 	Executor  *preemption.Executor
 	Evaluator *preemption.Evaluator
 
-	// deletePod is upstream's PreemptPod (delete with a DisruptionTarget
+	// upstreamPreemptPod is upstream's PreemptPod, for victims that are
+	// only in the scheduler's memory.
+	upstreamPreemptPod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error
+	// pods is the scheduler's pod lister, from which victims are re-read
+	// when a candidate is reserved (delete.go).
+	pods corelisters.PodLister
+	// deletePod is deleteVictim (delete with a DisruptionTarget
 	// condition), used for Delete actuation and for overriding preemptors.
 	deletePod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error
 	// refused remembers the candidates budgets refused (actuation.go).
@@ -128,7 +135,11 @@ func newPlugin(args *BudgetAwarePreemptionArgs, fh fwk.Handle, c *budget.Cache, 
 		blocked:      newBlockedPreemptors(),
 	}
 	pl.Executor = preemption.NewExecutor(fh, fts)
-	pl.deletePod = pl.Executor.PreemptPod
+	pl.upstreamPreemptPod = pl.Executor.PreemptPod
+	pl.deletePod = pl.deleteVictim
+	if f := fh.SharedInformerFactory(); f != nil {
+		pl.pods = f.Core().V1().Pods().Lister()
+	}
 	pl.refused = newRefusals()
 	pl.Executor.PreemptPod = pl.preemptPod
 	pl.Evaluator = preemption.NewEvaluator(Name, fh, pl, pl.Executor)

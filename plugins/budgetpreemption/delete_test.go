@@ -1,0 +1,112 @@
+package budgetpreemption
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientsetfake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+// deleteActuation is an env of pods on n1 (as the cluster has them) under
+// pdb, with Delete actuation, whose deletes are recorded instead of sent.
+func deleteActuation(t *testing.T, pods []*v1.Pod, pdb *policyv1.PodDisruptionBudget) (*env, *[]string) {
+	t.Helper()
+	args := DefaultArgs()
+	args.Actuation = ActuationDelete
+	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{pdb})
+	var deleted []string
+	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+		deleted = append(deleted, victim.Name)
+		return nil
+	}
+	return e, &deleted
+}
+
+// TestVictimDecidedAsTheClusterHasItNow: the snapshot saw web-3 not Ready,
+// so taking it spent nothing (the PDB's 3 healthy pods meet its 3 desired);
+// it has turned Ready since. The reservation re-reads the victim and the
+// budget, which allows nothing, refuses it. Before, the snapshot's object
+// was decided, allowed, and deleted: the PDB went to 2 healthy of 3.
+func TestVictimDecidedAsTheClusterHasItNow(t *testing.T) {
+	pods := replicas("web", "n1", "web", true, 0, 0, 0, 0)
+	e, deleted := deleteActuation(t, pods, appPDB("web", 3, 3, 0).Obj())
+	stale := pods[3].DeepCopy()
+	stale.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}
+	if d := e.budgets.Decide(stale, budget.OperationDelete); !d.Allowed {
+		t.Fatalf("the snapshot's not-Ready web-3 should be free to take: %s", d.Message())
+	}
+
+	err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", []*v1.Pod{stale}}, testPreemptor{preemptor("1", 100)}, stale, Name)
+	var de *budget.DeniedError
+	if !errors.As(err, &de) {
+		t.Errorf("preemptPod = %v, want the budget's refusal of the Ready web-3", err)
+	}
+	if len(*deleted) != 0 {
+		t.Errorf("deleted %v, want nothing", *deleted)
+	}
+}
+
+// TestVictimReplacedUnderItsNameIsNotDeleted: the snapshot's web-3 was
+// replaced by a new pod of the same name (a StatefulSet does that). The old
+// victim is gone, so there is nothing to disrupt; the new pod is not a
+// victim, though its budget would allow it. Before, the delete went by name
+// and took the new pod.
+func TestVictimReplacedUnderItsNameIsNotDeleted(t *testing.T) {
+	pods := replicas("web", "n1", "web", true, 0, 0, 0, 0)
+	e, deleted := deleteActuation(t, pods, appPDB("web", 4, 3, 1).Obj())
+	old := pods[3].DeepCopy()
+	old.UID = "web-3-before"
+
+	if err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", []*v1.Pod{old}}, testPreemptor{preemptor("1", 100)}, old, Name); err != nil {
+		t.Errorf("preemptPod = %v, want nil: the victim is gone", err)
+	}
+	if len(*deleted) != 0 {
+		t.Errorf("deleted %v, want nothing: the pod named web-3 now is not the victim", *deleted)
+	}
+}
+
+// TestDeleteVictimCarriesPreconditions: the DisruptionTarget patch carries
+// the decided resourceVersion, and the delete the victim's UID and the
+// resourceVersion the patch returned, so the API server deletes only the
+// pod that was decided on.
+func TestDeleteVictimCarriesPreconditions(t *testing.T) {
+	pods := replicas("web", "n1", "web", true, 0, 0, 0, 0)
+	args := DefaultArgs()
+	args.Actuation = ActuationDelete
+	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, nil)
+	cs := e.fw.ClientSet().(*clientsetfake.Clientset)
+	var patch string
+	var pre *struct{ uid, rv string }
+	cs.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		patch = string(a.(clienttesting.PatchAction).GetPatch())
+		return false, nil, nil
+	})
+	cs.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if p := a.(clienttesting.DeleteAction).GetDeleteOptions().Preconditions; p != nil && p.UID != nil && p.ResourceVersion != nil {
+			pre = &struct{ uid, rv string }{string(*p.UID), *p.ResourceVersion}
+		}
+		return false, nil, nil
+	})
+	victim := e.pl.current(pods[3])
+	if victim == nil {
+		t.Fatal("web-3 is not in the pod informer")
+	}
+	victim = victim.DeepCopy()
+	victim.ResourceVersion = "42"
+	_ = e.pl.deleteVictim(e.ctx, &testCandidate{"n1", []*v1.Pod{victim}}, testPreemptor{preemptor("1", 100)}, victim, Name)
+	if want := `"resourceVersion":"42"`; !strings.Contains(patch, want) || !strings.Contains(patch, `"uid":"`+string(victim.UID)+`"`) {
+		t.Errorf("DisruptionTarget patch %s, want it to carry the uid and %s", patch, want)
+	}
+	if pre == nil || pre.uid != string(victim.UID) || pre.rv == "" {
+		t.Errorf("delete preconditions %+v, want the victim's UID %s and a resourceVersion", pre, victim.UID)
+	}
+}
