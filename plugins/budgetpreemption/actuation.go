@@ -52,6 +52,11 @@ type candidateReservation struct {
 	// current holds each victim as it was re-read and decided (delete.go);
 	// a victim missing from it is gone and needs no disruption.
 	current map[types.UID]*v1.Pod
+	// recorded are the victims that spend a PodDisruptionBudget within
+	// its allowance; they go through the Eviction API whatever the
+	// actuation, so that the API server records the disruption in the
+	// PDB's status (see actuate).
+	recorded map[types.UID]bool
 }
 
 // reserve returns the reservation of candidate c, making it on first use:
@@ -67,7 +72,7 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 				delete(pl.reservations, k)
 			}
 		}
-		cr = &candidateReservation{created: now, done: map[types.UID]error{}, current: map[types.UID]*v1.Pod{}}
+		cr = &candidateReservation{created: now, done: map[types.UID]error{}, current: map[types.UID]*v1.Pod{}, recorded: map[types.UID]bool{}}
 		pl.reservations[c] = cr
 	}
 	pl.mu.Unlock()
@@ -110,6 +115,9 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 				denied = append(denied, victim)
 			case len(d.Spends) > 0:
 				spending = append(spending, victim)
+			}
+			if d.Allowed && spendsKind(d, budget.KindPDB) {
+				cr.recorded[victim.UID] = true
 			}
 		}
 		cr.risky = append(denied, spending...)
@@ -187,12 +195,10 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 // reservation back, and remembers the refusal.
 func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptor preemption.ExecutorPreemptor, preemptorPod, victim *v1.Pod, pluginName string) error {
 	var err error
-	// An expendable victim under a budget is deleted: the Eviction API
-	// would refuse it, and cluster-autoscaler assumes it goes.
-	if pl.operation(preemptorPod) == budget.OperationDelete || pl.inScheduler(victim) || pl.expendable(victim) {
+	if pl.deletes(preemptorPod, cr, victim) {
 		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
 	} else {
-		err = pl.evict(ctx, c, preemptor, victim)
+		err = pl.evictPod(ctx, c, preemptor, victim)
 	}
 	if err == nil {
 		return nil
@@ -217,6 +223,39 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 	klog.FromContext(ctx).V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
 	pl.abort(preemptorPod, victim, "PreemptionEvictionFailed", err.Error()+"; the preemptor will be retried")
 	return err
+}
+
+// deletes reports whether victim is deleted rather than evicted:
+//   - a victim only in the scheduler's memory is rejected there;
+//   - an expendable victim under a budget is deleted: the Eviction API
+//     would refuse it, and cluster-autoscaler assumes it goes;
+//   - with Delete actuation (or an overriding preemptor) every other victim
+//     is deleted, except one whose disruption a PodDisruptionBudget allows
+//     and counts. That one is evicted: the API server then decrements the
+//     PDB and records the pod in its status.disruptedPods atomically, where
+//     every scheduler profile and replica, the descheduler, a restarted
+//     scheduler and the disruption controller see it. A delete would leave
+//     the only record of it in this process's memory. An overriding
+//     preemptor's victims are never such: it may break budgets, and its
+//     plan refuses nothing.
+func (pl *BudgetAwarePreemption) deletes(preemptor *v1.Pod, cr *candidateReservation, victim *v1.Pod) bool {
+	switch {
+	case pl.inScheduler(victim), pl.expendable(victim):
+		return true
+	case pl.operation(preemptor) != budget.OperationDelete:
+		return false
+	}
+	return pl.overrides(preemptor) || !cr.recorded[victim.UID]
+}
+
+// spendsKind reports whether d spends a budget of kind.
+func spendsKind(d budget.Decision, kind budget.BudgetKind) bool {
+	for _, b := range d.Spends {
+		if b.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // inScheduler reports whether victim is only in the scheduler's memory

@@ -48,6 +48,15 @@ func (p testPreemptor) GetNamespace() string     { return p.Namespace }
 
 var _ preemption.ExecutorPreemptor = testPreemptor{}
 
+// evictionsAsDeletes sends the plugin's evictions to its deletePod, which
+// the test replaces: with Delete actuation a victim that spends a PDB is
+// evicted (actuation.go, deletes), and the tests count both.
+func evictionsAsDeletes(e *env) {
+	e.pl.evictPod = func(ctx context.Context, c preemption.Candidate, p preemption.ExecutorPreemptor, victim *v1.Pod) error {
+		return e.pl.deletePod(ctx, c, p, victim, Name)
+	}
+}
+
 // TestActuationReservesAcrossCycles: the victims of one preemption are
 // reserved in the ledger before they are actuated, so the next cycle's
 // candidate cannot spend the same budget; a failed actuation gives the
@@ -59,6 +68,7 @@ func TestActuationReservesAcrossCycles(t *testing.T) {
 	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 4, 3, 1).Obj()})
 	var deleted []string
 	fail := false
+	evictionsAsDeletes(e)
 	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
 		if fail {
 			return apierrors.NewTooManyRequests("simulated", 10)
@@ -95,6 +105,7 @@ func TestActuationFailureCancelsReservation(t *testing.T) {
 	args := DefaultArgs()
 	args.Actuation = ActuationDelete
 	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 2, 1, 1).Obj()})
+	evictionsAsDeletes(e)
 	e.pl.deletePod = func(context.Context, preemption.Candidate, preemption.ExecutorPreemptor, *v1.Pod, string) error {
 		return apierrors.NewTooManyRequests("simulated", 10)
 	}

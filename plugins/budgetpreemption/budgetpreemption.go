@@ -56,6 +56,8 @@ type BudgetAwarePreemption struct {
 	// deletePod is deleteVictim (delete with a DisruptionTarget
 	// condition), used for Delete actuation and for overriding preemptors.
 	deletePod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error
+	// evictPod is evict: a policy/v1 Eviction of the victim.
+	evictPod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod) error
 	// refused remembers the candidates budgets refused (actuation.go).
 	refused *refusals
 
@@ -137,6 +139,7 @@ func newPlugin(args *BudgetAwarePreemptionArgs, fh fwk.Handle, c *budget.Cache, 
 	pl.Executor = preemption.NewExecutor(fh, fts)
 	pl.upstreamPreemptPod = pl.Executor.PreemptPod
 	pl.deletePod = pl.deleteVictim
+	pl.evictPod = pl.evict
 	if f := fh.SharedInformerFactory(); f != nil {
 		pl.pods = f.Core().V1().Pods().Lister()
 	}

@@ -3,7 +3,9 @@ package budgetpreemption
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	clientsetfake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	"k8s.io/utils/ptr"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
@@ -24,6 +27,7 @@ func deleteActuation(t *testing.T, pods []*v1.Pod, pdb *policyv1.PodDisruptionBu
 	args.Actuation = ActuationDelete
 	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{pdb})
 	var deleted []string
+	evictionsAsDeletes(e)
 	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
 		deleted = append(deleted, victim.Name)
 		return nil
@@ -108,5 +112,57 @@ func TestDeleteVictimCarriesPreconditions(t *testing.T) {
 	}
 	if pre == nil || pre.uid != string(victim.UID) || pre.rv == "" {
 		t.Errorf("delete preconditions %+v, want the victim's UID %s and a resourceVersion", pre, victim.UID)
+	}
+}
+
+// TestDeleteActuationEvictsBudgetSpendingVictims: with Delete actuation, a
+// victim whose disruption a PDB allows and counts goes through the Eviction
+// API, so the API server records it in the PDB's status for every other
+// process to see; a victim that spends nothing is deleted. An overriding
+// preemptor's victims are all deleted. Before, every victim was deleted and
+// the only record of the spent disruption was this process's ledger.
+func TestDeleteActuationEvictsBudgetSpendingVictims(t *testing.T) {
+	web := replicas("web", "n1", "web", true, 0, 0)
+	free := replicas("free", "n1", "", true, 0)
+	pods := append(web, free...)
+	args := DefaultArgs()
+	args.Actuation = ActuationDelete
+	args.OverrideBudgetsAtPriority = ptr.To[int32](1000)
+	for _, tc := range []struct {
+		name     string
+		priority int32
+		want     []string
+	}{
+		{name: "within the budgets", priority: 100, want: []string{"delete free-0", "evict web-0"}},
+		{name: "overriding preemptor", priority: 2000, want: []string{"delete free-0", "delete web-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, args, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 2, 1, 1).Obj()})
+			var mu sync.Mutex
+			var got []string
+			e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, "delete "+victim.Name)
+				return nil
+			}
+			e.pl.evictPod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod) error {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, "evict "+victim.Name)
+				return nil
+			}
+			p := testPreemptor{preemptor("2", tc.priority)}
+			c := &testCandidate{"n1", []*v1.Pod{web[0], free[0]}}
+			for _, v := range c.victims {
+				if err := e.pl.preemptPod(e.ctx, c, p, v, Name); err != nil {
+					t.Fatalf("preemptPod(%s): %v", v.Name, err)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("disruptions %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -23,7 +23,10 @@ const (
 	// ActuationEvict posts a policy/v1 Eviction for each victim, so the API
 	// server re-checks the PodDisruptionBudget atomically.
 	ActuationEvict Actuation = "Evict"
-	// ActuationDelete deletes victims directly, as upstream preemption does.
+	// ActuationDelete deletes victims directly, as upstream preemption does,
+	// except those whose disruption a PodDisruptionBudget allows and counts:
+	// they are evicted, so that the API server records the disruption in
+	// the PDB's status (see deletes in actuation.go).
 	ActuationDelete Actuation = "Delete"
 )
 
