@@ -147,8 +147,11 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 	logger := klog.FromContext(ctx).WithValues("plugin", PluginName)
 	bopts := budget.Options{Ledger: opts.Ledger}
 	var kf kruiseinformers.SharedInformerFactory
+	var kc kruiseclientset.Interface
 	if opts.Kruise != nil {
-		kc, disc, err := opts.Kruise()
+		var disc discovery.DiscoveryInterface
+		var err error
+		kc, disc, err = opts.Kruise()
 		if err != nil {
 			logger.Info("PodUnavailableBudget support is off: no client for the Kruise API", "err", err)
 		} else {
@@ -178,6 +181,9 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 		wf.Start(ctx.Done())
 	}
 	gate := &evictionGate{cache: c, pods: factory.Core().V1().Pods().Lister(), logger: logger}
+	if _, dryRun := handle.ClientSet().(*fake.Clientset); !dryRun && c.PUBEnabled() {
+		gate.kruise = kc
+	}
 	// Registered before the descheduler starts the factory, which then
 	// starts and syncs the node informer with the others.
 	nodes := factory.Core().V1().Nodes()

@@ -2,12 +2,17 @@ package budgetevictor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
+
+	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,12 +53,17 @@ type evictionGate struct {
 	cache  *budget.Cache
 	pods   corelisters.PodLister
 	logger klog.Logger
+	// kruise writes the record of a PUB disruption into the PUB's status
+	// before the eviction is sent: the API server does not check PUBs
+	// (budget.RecordPUBDisruption). Nil when PUBs are off, and in a dry
+	// run, which must not write to the cluster.
+	kruise kruiseclientset.Interface
 }
 
 // admit decides the eviction of namespace/name. It returns the reservation
 // to cancel if the eviction then fails (nil when nothing was reserved), or
 // the Status to answer with when the eviction is refused.
-func (g *evictionGate) admit(namespace, name string) (*budget.Reservation, *metav1.Status) {
+func (g *evictionGate) admit(ctx context.Context, namespace, name string) (*budget.Reservation, *metav1.Status) {
 	if !g.cache.HasSynced() {
 		return nil, g.refuse(namespace, name, ReasonCacheNotSynced, "budget cache not synced")
 	}
@@ -67,6 +77,19 @@ func (g *evictionGate) admit(namespace, name string) (*budget.Reservation, *meta
 	d, r := g.cache.Reserve(pod, budget.OperationEvict)
 	if !d.Allowed {
 		return nil, g.refuse(namespace, name, string(d.Reason()), d.Message())
+	}
+	if g.kruise != nil {
+		if err := budget.RecordPUBDisruptions(ctx, g.kruise, d, pod, budget.OperationEvict, time.Now()); err != nil {
+			if r != nil {
+				r.Cancel()
+			}
+			var de *budget.DeniedError
+			if errors.As(err, &de) {
+				return nil, g.refuse(namespace, name, string(de.Decision.Reason()), de.Decision.Message())
+			}
+			// Not recorded, so not sent: fail closed.
+			return nil, g.refuse(namespace, name, ReasonPUBRecordFailed, err.Error())
+		}
 	}
 	if r != nil {
 		reservations.Inc()
@@ -147,7 +170,7 @@ func (g *evictionGate) react(action clienttesting.Action) (bool, runtime.Object,
 	if name == "" {
 		return false, nil, nil
 	}
-	if _, st := g.admit(action.GetNamespace(), name); st != nil {
+	if _, st := g.admit(context.Background(), action.GetNamespace(), name); st != nil {
 		return true, nil, &apierrors.StatusError{ErrStatus: *st}
 	}
 	return false, nil, nil
@@ -176,7 +199,7 @@ func (t *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return t.next.RoundTrip(req)
 	}
-	r, st := t.gate.Load().admit(namespace, name)
+	r, st := t.gate.Load().admit(req.Context(), namespace, name)
 	if st != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()

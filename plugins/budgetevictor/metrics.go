@@ -22,6 +22,10 @@ const (
 	// cluster-autoscaler's ToBeDeletedByClusterAutoscaler taint; the
 	// autoscaler is draining it and evicts the pod itself.
 	ReasonNodeBeingDrainedByAutoscaler = "NodeBeingDrainedByAutoscaler"
+	// ReasonPUBRecordFailed: the disruption of a pod that spends a
+	// PodUnavailableBudget could not be recorded in the PUB's status, so
+	// the eviction was not sent.
+	ReasonPUBRecordFailed = "PUBRecordFailed"
 	// ReasonCacheNotSynced: the budget cache did not sync in time, so no
 	// decision could be trusted.
 	ReasonCacheNotSynced = "CacheNotSynced"

@@ -57,6 +57,10 @@ type candidateReservation struct {
 	// actuation, so that the API server records the disruption in the
 	// PDB's status (see actuate).
 	recorded map[types.UID]bool
+	// pubSpends are the decisions of the victims that spend a
+	// PodUnavailableBudget; their record is written into the PUB's status
+	// before they are disrupted (see actuate).
+	pubSpends map[types.UID]budget.Decision
 }
 
 // reserve returns the reservation of candidate c, making it on first use:
@@ -72,7 +76,7 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 				delete(pl.reservations, k)
 			}
 		}
-		cr = &candidateReservation{created: now, done: map[types.UID]error{}, current: map[types.UID]*v1.Pod{}, recorded: map[types.UID]bool{}}
+		cr = &candidateReservation{created: now, done: map[types.UID]error{}, current: map[types.UID]*v1.Pod{}, recorded: map[types.UID]bool{}, pubSpends: map[types.UID]budget.Decision{}}
 		pl.reservations[c] = cr
 	}
 	pl.mu.Unlock()
@@ -118,6 +122,9 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 			}
 			if d.Allowed && spendsKind(d, budget.KindPDB) {
 				cr.recorded[victim.UID] = true
+			}
+			if d.Allowed && spendsKind(d, budget.KindPUB) {
+				cr.pubSpends[victim.UID] = d
 			}
 		}
 		cr.risky = append(denied, spending...)
@@ -194,6 +201,17 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 // actuate evicts or deletes victim; when that fails it gives the victim's
 // reservation back, and remembers the refusal.
 func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptor preemption.ExecutorPreemptor, preemptorPod, victim *v1.Pod, pluginName string) error {
+	if err := pl.recordPUBs(ctx, cr, preemptorPod, victim); err != nil {
+		cr.r.CancelPod(victim.Namespace, victim.Name)
+		var de *budget.DeniedError
+		if errors.As(err, &de) {
+			pl.refused.add(preemptorPod.UID, c.Name(), victim, err)
+		}
+		err = fmt.Errorf("victim %s on node %s was not disrupted: %w", klog.KObj(victim), c.Name(), err)
+		klog.FromContext(ctx).V(2).Info("The disruption of a victim could not be recorded in its PodUnavailableBudget", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "err", err)
+		pl.abort(preemptorPod, victim, "PreemptionBlockedByBudget", err.Error()+"; the preemptor will be retried")
+		return err
+	}
 	var err error
 	if pl.deletes(preemptorPod, cr, victim) {
 		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
@@ -223,6 +241,19 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 	klog.FromContext(ctx).V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
 	pl.abort(preemptorPod, victim, "PreemptionEvictionFailed", err.Error()+"; the preemptor will be retried")
 	return err
+}
+
+// recordPUBs writes the record of victim's disruption into the status of
+// every PodUnavailableBudget it spends, before it is disrupted: no API
+// server checks a PUB, so this is how every other profile, replica, restart
+// and the descheduler count it (budget.RecordPUBDisruption follows
+// OpenKruise's webhook). A PUB that no longer allows it refuses here.
+func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateReservation, preemptor, victim *v1.Pod) error {
+	d, ok := cr.pubSpends[victim.UID]
+	if !ok || pl.kruise == nil {
+		return nil
+	}
+	return budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, pl.operation(preemptor), time.Now())
 }
 
 // deletes reports whether victim is deleted rather than evicted:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +57,10 @@ type BudgetAwarePreemption struct {
 	// deletePod is deleteVictim (delete with a DisruptionTarget
 	// condition), used for Delete actuation and for overriding preemptors.
 	deletePod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error
+	// kruise writes the record of a PUB disruption into the PUB's status
+	// before the victim is disrupted (budget.RecordPUBDisruptions); nil when
+	// PUBs are not supported.
+	kruise kruiseclient.Interface
 	// evictPod is evict: a policy/v1 Eviction of the victim.
 	evictPod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod) error
 	// refused remembers the candidates budgets refused (actuation.go).
@@ -96,6 +101,7 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 		return nil, err
 	}
 	pl := newPlugin(args, fh, sh.cache, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	pl.kruise = sh.kruiseClient
 	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory(), sh.kruise); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}

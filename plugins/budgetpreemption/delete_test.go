@@ -8,14 +8,22 @@ import (
 	"sync"
 	"testing"
 
+	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
+	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
 	clientsetfake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/utils/ptr"
 
+	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
@@ -164,5 +172,54 @@ func TestDeleteActuationEvictsBudgetSpendingVictims(t *testing.T) {
 				t.Errorf("disruptions %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPUBDisruptionRecordedBeforeTheVictimGoes: no API server checks a
+// PodUnavailableBudget, so a victim that spends one is recorded in the
+// PUB's status (disruptedPods, unavailableAllowed - 1) before it is deleted,
+// as OpenKruise's webhook would; every other process then counts it.
+// Before, the only record was this process's ledger.
+func TestPUBDisruptionRecordedBeforeTheVictimGoes(t *testing.T) {
+	// kruise-api's generated fake clientset never sends the initial-events
+	// bookmark of a streaming list.
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	pods := replicas("web", "n1", "web", true, 0, 0, 0)
+	args := DefaultArgs()
+	args.Actuation = ActuationDelete
+	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, nil)
+	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+	kf := kruiseinformers.NewSharedInformerFactory(kc, 0)
+	bc, err := budget.New(e.ctx, e.fw.SharedInformerFactory(), budget.Options{KruiseInformers: kf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf.Start(e.ctx.Done())
+	e.fw.SharedInformerFactory().Start(e.ctx.Done()) // the informers budget.New added
+	if !bc.WaitForCacheSync(e.ctx) {
+		t.Fatal("the budget cache did not sync")
+	}
+	e.pl.budgets, e.pl.kruise = bc, kc
+	pubStatus := func() kruisepolicy.PodUnavailableBudgetStatus {
+		pub, err := kc.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(e.ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pub.Status
+	}
+	var deleted []string
+	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+		if _, ok := pubStatus().DisruptedPods[victim.Name]; !ok {
+			t.Errorf("%s deleted before its disruption was recorded in pub %s/web", victim.Name, ns)
+		}
+		deleted = append(deleted, victim.Name)
+		return nil
+	}
+	if err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", pods[:1]}, testPreemptor{preemptor("1", 100)}, pods[0], Name); err != nil {
+		t.Fatalf("preempting web-0: %v", err)
+	}
+	if st := pubStatus(); len(deleted) != 1 || st.UnavailableAllowed != 0 {
+		t.Errorf("deleted %v, pub status unavailableAllowed %d disruptedPods %v; want web-0 deleted and recorded, 0 allowed", deleted, st.UnavailableAllowed, st.DisruptedPods)
 	}
 }

@@ -32,6 +32,9 @@ type sharedBudgets struct {
 	// kruise is the Kruise informer factory of PodUnavailableBudgets, nil
 	// when the handle has no kubeconfig.
 	kruise kruiseinformers.SharedInformerFactory
+	// kruiseClient writes PUB disruption records (nil without a
+	// kubeconfig).
+	kruiseClient kruiseclient.Interface
 	// synced is closed once the cache has synced (or ctx ended), after
 	// which blocked preemptors are requeued.
 	synced chan struct{}
@@ -62,6 +65,7 @@ func budgetsFor(ctx context.Context, fh fwk.Handle) (*sharedBudgets, error) {
 			return nil, fmt.Errorf("%s: creating the Kruise client: %w", Name, err)
 		}
 		sh.kruise = kruiseinformers.NewSharedInformerFactory(kc, 0)
+		sh.kruiseClient = kc
 		opts.KruiseInformers = sh.kruise
 		opts.Discovery = fh.ClientSet().Discovery()
 	}
