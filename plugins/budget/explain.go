@@ -55,7 +55,7 @@ type CoveringBudget struct {
 	// UnhealthyPodEvictionPolicy is the PDB's policy with the default
 	// filled in ("IfHealthyBudget" when unset); "" for a PUB.
 	UnhealthyPodEvictionPolicy string
-	Evict, Delete                BudgetVerdict
+	Evict, Delete              BudgetVerdict
 }
 
 // Explanation is everything a decision for one pod rests on.

@@ -107,7 +107,7 @@ func TestExplain(t *testing.T) {
 				pub("tgt", pdbStatus{healthy: 3, desired: 2, allowed: 1}).TargetRef("apps/v1", "StatefulSet", "db").Obj(),
 				testobj.MakeStatefulSet().Namespace(ns).Name("db").UID("uid-db").Obj(),
 			},
-			pod: webPod("a").OwnedBy("apps/v1", "StatefulSet", "db", "uid-db"),
+			pod:  webPod("a").OwnedBy("apps/v1", "StatefulSet", "db", "uid-db"),
 			want: explained{Budgets: []string{"pub shop/sel by selector spends", "pub shop/tgt by targetRef spends"}},
 		},
 		{
