@@ -185,6 +185,11 @@ func budgetFixes(ready bool, b CoveringBudget, reason Reason) []string {
 	}
 	switch reason {
 	case ReasonInsufficientBudget:
+		if b.PDB != nil && b.Expected == 0 && usesScale(b.PDB.Spec) {
+			// The disruption controller found no scale for the pods: more
+			// healthy pods would not help.
+			return []string{fmt.Sprintf("use an integer minAvailable on %s: it expects 0 pods because %s, and the pods have none", b.Ref, disruptionControllerScaleMsg)}
+		}
 		// Spending needs allowed - inflight >= 1; one more healthy pod
 		// raises allowed by one.
 		need := 1 + b.InFlight - b.Allowed

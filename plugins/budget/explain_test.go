@@ -81,6 +81,16 @@ func TestExplain(t *testing.T) {
 			want: explained{Budgets: []string{"pdb shop/web by selector free"}},
 		},
 		{
+			name: "maxUnavailable over bare pods: the PDB expects no pod, more healthy pods would not help",
+			objs: []any{webPDB("web", pdbStatus{healthy: 2}).MaxUnavailable(1).ExpectedPods(0).Obj()},
+			pod:  webPod("a"),
+			want: explained{
+				Budgets: []string{"pdb shop/web by selector denies InsufficientBudget"},
+				Evict:   ReasonInsufficientBudget, Delete: ReasonInsufficientBudget,
+				Fixes: []string{"use an integer minAvailable on pdb shop/web: it expects 0 pods because " + disruptionControllerScaleMsg + ", and the pods have none"},
+			},
+		},
+		{
 			name: "stale PDB",
 			objs: []any{webPDB("web", oneLeft).Generation(2).ObservedGeneration(1).Obj()},
 			pod:  webPod("a"),
