@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
+	"github.com/budgetguard/budgetguard/internal/version"
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
@@ -80,6 +81,8 @@ Exit codes: 0 done (lint: no error-level finding), 1 lint found an error,
 			return usageError{errors.New("a command is required: why or lint")}
 		},
 	}
+	root.Version = version.Get().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

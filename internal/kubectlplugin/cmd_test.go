@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/budgetguard/budgetguard/internal/version"
 )
 
 // TestUsageErrors: mistakes on the command line exit 2 with a message, and
@@ -49,5 +51,14 @@ func TestUnreadableCluster(t *testing.T) {
 		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	if code != ExitFailed || !strings.Contains(errOut.String(), "/nonexistent/kubeconfig") {
 		t.Errorf("exit code %d, stderr %q; want %d and the kubeconfig named", code, errOut.String(), ExitFailed)
+	}
+}
+
+// TestVersion: --version prints budgetguard's version line and exits 0.
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), []string{"--version"}, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	if want := version.Get().String() + "\n"; code != ExitOK || out.String() != want {
+		t.Errorf("exit code %d, stdout %q; want 0 and %q", code, out.String(), want)
 	}
 }
