@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -155,41 +156,14 @@ func (o *options) open(ctx context.Context, namespace string) (*cluster, error) 
 	return openCluster(ctx, cfg, namespace)
 }
 
-func (o *options) why(ctx context.Context, name string) error {
-	if err := o.checkOutput(); err != nil {
-		return err
-	}
-	ns, err := o.namespace()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := quiet(ctx)
-	defer cancel()
-	c, err := o.open(ctx, ns)
-	if err != nil {
-		return err
-	}
-	pod, err := c.pod(ns, name)
-	if err != nil {
-		return err
-	}
-	events, err := c.events(ctx, pod)
-	if err != nil {
-		return err
-	}
-	out := buildWhy(pod, c.node(ctx, pod), events, c.cache.Explain(pod))
-	if o.output != formatTable {
-		return printData(o.streams.Out, o.output, out)
-	}
-	return printWhy(o.streams.Out, colourFor(o.streams.Out), out)
-}
-
-func (o *options) lint(ctx context.Context) error {
+// withCluster checks -o, opens the cluster for the command's namespace (all
+// namespaces when all) and calls fn with it.
+func (o *options) withCluster(ctx context.Context, all bool, fn func(ctx context.Context, c *cluster, ns string) error) error {
 	if err := o.checkOutput(); err != nil {
 		return err
 	}
 	ns := ""
-	if !o.all {
+	if !all {
 		var err error
 		if ns, err = o.namespace(); err != nil {
 			return err
@@ -201,23 +175,47 @@ func (o *options) lint(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := c.lintInput()
-	if err != nil {
-		return err
-	}
-	out := buildLint(ns, c.cache.Lint(in))
+	return fn(ctx, c, ns)
+}
+
+// print writes v as -o asks: JSON, YAML, or the table.
+func (o *options) print(v any, table func(io.Writer, painter) error) error {
 	if o.output != formatTable {
-		err = printData(o.streams.Out, o.output, out)
-	} else {
-		err = printLint(o.streams.Out, colourFor(o.streams.Out), out)
+		return printData(o.streams.Out, o.output, v)
 	}
-	if err != nil {
-		return err
-	}
-	if out.Errors > 0 {
-		return errFindings
-	}
-	return nil
+	return table(o.streams.Out, colourFor(o.streams.Out))
+}
+
+func (o *options) why(ctx context.Context, name string) error {
+	return o.withCluster(ctx, false, func(ctx context.Context, c *cluster, ns string) error {
+		pod, err := c.pod(ns, name)
+		if err != nil {
+			return err
+		}
+		events, err := c.events(ctx, pod)
+		if err != nil {
+			return err
+		}
+		out := buildWhy(pod, c.node(ctx, pod), events, c.cache.Explain(pod))
+		return o.print(out, func(w io.Writer, p painter) error { return printWhy(w, p, out) })
+	})
+}
+
+func (o *options) lint(ctx context.Context) error {
+	return o.withCluster(ctx, o.all, func(_ context.Context, c *cluster, ns string) error {
+		in, err := c.lintInput()
+		if err != nil {
+			return err
+		}
+		out := buildLint(ns, c.cache.Lint(in))
+		if err := o.print(out, func(w io.Writer, p painter) error { return printLint(w, p, out) }); err != nil {
+			return err
+		}
+		if out.Errors > 0 {
+			return errFindings
+		}
+		return nil
+	})
 }
 
 // buildLint turns the Cache's findings into the output schema.
