@@ -76,9 +76,11 @@ type Explanation struct {
 // returns the covering budgets, each with how it matched, its numbers and
 // its own verdict. It reserves nothing.
 func (c *Cache) Explain(pod *v1.Pod) Explanation {
-	pdbs, pubs := c.covering(pod)
+	// The ledger's lock first, as in decide, so that the covering budgets
+	// and the decisions come from the same state of the ledger.
 	c.ledger.mu.RLock()
 	defer c.ledger.mu.RUnlock()
+	pdbs, pubs := c.covering(pod)
 	now := c.clock.Now()
 	x := Explanation{IgnoresBudgets: ignoresBudgets(pod), Ready: podReady(pod)}
 	x.Evict, _ = c.decide(pod, OperationEvict, nil, now)
@@ -204,7 +206,13 @@ func budgetFixes(ready bool, b CoveringBudget, reason Reason) []string {
 		}
 		return append([]string{fmt.Sprintf("%d more %s %s under %s", need, unit, plural(need, "pod"), b.Ref)}, out...)
 	case ReasonStaleStatus:
-		return []string{fmt.Sprintf("wait until %s has processed generation %d of %s", controller, b.PDB.Generation, b.Ref)}
+		generation := int64(0)
+		if b.PDB != nil {
+			generation = b.PDB.Generation
+		} else if b.PUB != nil {
+			generation = b.PUB.Generation
+		}
+		return []string{fmt.Sprintf("wait until %s has processed generation %d of %s", controller, generation, b.Ref)}
 	case ReasonNegativeAllowed:
 		return []string{fmt.Sprintf("wait until %s recomputes the status of %s", controller, b.Ref)}
 	case ReasonTooManyDisruptedPods:
