@@ -8,6 +8,7 @@ import (
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // MatchKind says how a budget covers a pod.
@@ -204,7 +205,11 @@ func budgetFixes(ready bool, b CoveringBudget, reason Reason) []string {
 				out = append(out, fmt.Sprintf("set unhealthyPodEvictionPolicy: AlwaysAllow on %s (the pod is not Ready)", b.Ref))
 			}
 		}
-		return append([]string{fmt.Sprintf("%d more %s %s under %s", need, unit, plural(need, "pod"), b.Ref)}, out...)
+		more := fmt.Sprintf("%d more %s %s under %s", need, unit, plural(need, "pod"), b.Ref)
+		if fix := growthDoesNotHelp(b); fix != "" {
+			more = fix
+		}
+		return append([]string{more}, out...)
 	case ReasonStaleStatus:
 		generation := int64(0)
 		if b.PDB != nil {
@@ -228,4 +233,31 @@ func plural(n int32, word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// growthDoesNotHelp says what to change when one more pod would not let a
+// budget allow a disruption, because what it asks for grows with the pods:
+// maxUnavailable 0 or 0%, or a minAvailable percentage that rounds up to
+// every pod. It is "" when more pods would help.
+func growthDoesNotHelp(b CoveringBudget) string {
+	var maxUnavailable, minAvailable *intstr.IntOrString
+	switch {
+	case b.PDB != nil:
+		maxUnavailable, minAvailable = b.PDB.Spec.MaxUnavailable, b.PDB.Spec.MinAvailable
+	case b.PUB != nil:
+		maxUnavailable, minAvailable = b.PUB.Spec.MaxUnavailable, b.PUB.Spec.MinAvailable
+	}
+	n := int(b.Expected) + 1
+	if maxUnavailable != nil {
+		if m, err := intstr.GetScaledValueFromIntOrPercent(maxUnavailable, n, true); err == nil && m <= 0 {
+			return fmt.Sprintf("set maxUnavailable to at least 1 on %s: with maxUnavailable %s more pods would not help", b.Ref, maxUnavailable.String())
+		}
+		return ""
+	}
+	if minAvailable != nil && minAvailable.Type == intstr.String {
+		if m, err := intstr.GetScaledValueFromIntOrPercent(minAvailable, n, true); err == nil && m >= n {
+			return fmt.Sprintf("lower minAvailable on %s: %s of the pods rounds up to all of them, so more pods would not help", b.Ref, minAvailable.String())
+		}
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
@@ -88,6 +89,26 @@ func TestExplain(t *testing.T) {
 				Budgets: []string{"pdb shop/web by selector denies InsufficientBudget"},
 				Evict:   ReasonInsufficientBudget, Delete: ReasonInsufficientBudget,
 				Fixes: []string{"use an integer minAvailable on pdb shop/web: it expects 0 pods because " + disruptionControllerScaleMsg + ", and the pods have none"},
+			},
+		},
+		{
+			name: "maxUnavailable 0: more pods would not help",
+			objs: []any{webPDB("web", pdbStatus{healthy: 3, desired: 3}).MaxUnavailable(0).Obj()},
+			pod:  webPod("a"),
+			want: explained{
+				Budgets: []string{"pdb shop/web by selector denies InsufficientBudget"},
+				Evict:   ReasonInsufficientBudget, Delete: ReasonInsufficientBudget,
+				Fixes: []string{"set maxUnavailable to at least 1 on pdb shop/web: with maxUnavailable 0 more pods would not help"},
+			},
+		},
+		{
+			name: "minAvailable 100% on a PUB: more pods would not help",
+			objs: []any{pub("guard", pdbStatus{healthy: 3, desired: 3}).MinAvailable(intstr.FromString("100%")).MatchLabels("app", "web").Obj()},
+			pod:  webPod("a"),
+			want: explained{
+				Budgets: []string{"pub shop/guard by selector denies InsufficientBudget"},
+				Evict:   ReasonInsufficientBudget, Delete: ReasonInsufficientBudget,
+				Fixes: []string{"lower minAvailable on pub shop/guard: 100% of the pods rounds up to all of them, so more pods would not help"},
 			},
 		},
 		{

@@ -80,3 +80,19 @@ func TestMissingPod(t *testing.T) {
 		t.Errorf("exit code %d, stderr %q; want %d and not found", r.code, r.errOut, kubectlplugin.ExitFailed)
 	}
 }
+
+// TestPUBDenies: a PodUnavailableBudget by targetRef with no unavailability
+// left denies an eviction and a preemption delete with InsufficientBudget,
+// and one more available pod would change that.
+func TestPUBDenies(t *testing.T) {
+	ns := env.NewNamespace(t)
+	env.DumpOnFailure(t, ns)
+	node := env.ReadyNode(t, ns, "4")
+	tmpl := testobj.BoundPod(node).Label("app", "api").Template()
+	env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name("api").Replicas(2).Template(tmpl))
+	pods := env.WaitForReadyPods(t, ns, map[string]string{"app": "api"}, 2)
+	env.CreatePUB(t, ns, testobj.MakePUB().Name("api").TargetRef("apps/v1", "ReplicaSet", "api").MaxUnavailable(intstr.FromInt32(0)))
+	testenv.WaitFor(t, testenv.DefaultWait, "status of pub api", env.PUBStatusIs(ns, "api", 2, 2, 0))
+
+	expect(t, kubectl(t, "why", pods[0].Name, "-n", ns), 0, "why-pub-denied.txt", stabilizer(ns, "api"))
+}
