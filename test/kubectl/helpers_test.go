@@ -95,3 +95,12 @@ func pdbStatus(t *testing.T, ns, name string, healthy, desired, allowed, expecte
 		CurrentHealthy: healthy, DesiredHealthy: desired, DisruptionsAllowed: allowed, ExpectedPods: expected,
 	}))
 }
+
+// namespaceWithNode creates the test's namespace, dumped when the test
+// fails, and a Ready node of its own.
+func namespaceWithNode(t *testing.T) (ns, node string) {
+	t.Helper()
+	ns = env.NewNamespace(t)
+	env.DumpOnFailure(t, ns)
+	return ns, env.ReadyNode(t, ns, "4")
+}

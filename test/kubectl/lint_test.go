@@ -18,9 +18,7 @@ import (
 // disruption; lint reports the design as an error, and "why" says that an
 // integer minAvailable, not more healthy pods, would change the answer.
 func TestMaxUnavailableOverBarePods(t *testing.T) {
-	ns := env.NewNamespace(t)
-	env.DumpOnFailure(t, ns)
-	node := env.ReadyNode(t, ns, "4")
+	ns, node := namespaceWithNode(t)
 	barePods(t, ns, node, "db", 2, nil)
 	env.CreatePDB(t, ns, testobj.MakePDB().Name("db").MatchLabels("app", "db").MaxUnavailable(1))
 	pdbStatus(t, ns, "db", 2, 0, 0, 0)
@@ -36,9 +34,7 @@ func TestMaxUnavailableOverBarePods(t *testing.T) {
 // under two PUBs (by selector, by targetRef and by the related-pub
 // annotation).
 func TestSelectorsAndPUBs(t *testing.T) {
-	ns := env.NewNamespace(t)
-	env.DumpOnFailure(t, ns)
-	node := env.ReadyNode(t, ns, "4")
+	ns, node := namespaceWithNode(t)
 	tmpl := testobj.BoundPod(node).Label("app", "web").Annotation(budget.AnnotationRelatedPUB, "rel").Template()
 	env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name("web").Replicas(3).Template(tmpl))
 	pods := env.WaitForReadyPods(t, ns, map[string]string{"app": "web"}, 3)
@@ -85,9 +81,7 @@ func TestMissingPod(t *testing.T) {
 // left denies an eviction and a preemption delete with InsufficientBudget,
 // and one more available pod would change that.
 func TestPUBDenies(t *testing.T) {
-	ns := env.NewNamespace(t)
-	env.DumpOnFailure(t, ns)
-	node := env.ReadyNode(t, ns, "4")
+	ns, node := namespaceWithNode(t)
 	tmpl := testobj.BoundPod(node).Label("app", "api").Template()
 	env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name("api").Replicas(2).Template(tmpl))
 	pods := env.WaitForReadyPods(t, ns, map[string]string{"app": "api"}, 2)

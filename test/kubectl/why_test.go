@@ -61,9 +61,7 @@ func TestExhaustedPDB(t *testing.T) {
 // with selector {} over the same pods. Every eviction and preemption delete
 // is denied with MultiplePDBs, and lint reports the pair as an error.
 func TestOverlappingPDBs(t *testing.T) {
-	ns := env.NewNamespace(t)
-	env.DumpOnFailure(t, ns)
-	node := env.ReadyNode(t, ns, "4")
+	ns, node := namespaceWithNode(t)
 	barePods(t, ns, node, "web", 3, nil)
 	env.CreatePDB(t, ns, testobj.MakePDB().Name("web").MatchLabels("app", "web").MinAvailable(1))
 	env.CreatePDB(t, ns, testobj.MakePDB().Name("all").Selector(&metav1.LabelSelector{}).MinAvailable(1))
@@ -80,9 +78,7 @@ func TestOverlappingPDBs(t *testing.T) {
 // application cannot go, and setting AlwaysAllow would let it; under
 // AlwaysAllow it goes free. lint warns about the first PDB only.
 func TestCrashLoopingPods(t *testing.T) {
-	ns := env.NewNamespace(t)
-	env.DumpOnFailure(t, ns)
-	node := env.ReadyNode(t, ns, "4")
+	ns, node := namespaceWithNode(t)
 	barePods(t, ns, node, "web", 1, nil)
 	env.CreatePod(t, ns, testobj.BoundPod(node).Name("web-crash-0").Label("app", "web").Annotations(crashLoop))
 	env.CreatePod(t, ns, testobj.BoundPod(node).Name("web-crash-1").Label("app", "web").Annotations(crashLoop))
@@ -107,9 +103,7 @@ func TestCrashLoopingPods(t *testing.T) {
 // sums their scale; lint finds nothing, and a pod of either may go,
 // spending the role's PDB.
 func TestRoleLevelPDB(t *testing.T) {
-	ns := env.NewNamespace(t)
-	env.DumpOnFailure(t, ns)
-	node := env.ReadyNode(t, ns, "4")
+	ns, node := namespaceWithNode(t)
 	for _, name := range []string{"data-a", "data-b"} {
 		tmpl := testobj.BoundPod(node).Label("role", "data").Label("app", name).Template()
 		env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name(name).Replicas(2).Template(tmpl))
