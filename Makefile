@@ -20,7 +20,7 @@ all: build
 
 build:
 	$(GO) build ./...
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/scheduler ./cmd/descheduler ./cmd/sandbox
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/scheduler ./cmd/descheduler ./cmd/sandbox ./cmd/kubectl-budgetguard
 
 # The showcase: the same scenario with upstream DefaultPreemption, then with
 # budgetguard, side by side (about 30 s once built).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -353,5 +355,13 @@ func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruis
 	defer c.mu.RUnlock()
 	pdbs := c.pdbs.matching(pod.Namespace, pod.Labels, nil)
 	pubs := c.pubsForLocked(pod, nil)
+	// By name, so that messages naming several budgets do not depend on
+	// map order; usually there is one of each at most.
+	if len(pdbs) > 1 {
+		slices.SortFunc(pdbs, func(a, b *policyv1.PodDisruptionBudget) int { return strings.Compare(a.Name, b.Name) })
+	}
+	if len(pubs) > 1 {
+		slices.SortFunc(pubs, func(a, b *kruisepolicy.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
+	}
 	return pdbs, pubs
 }

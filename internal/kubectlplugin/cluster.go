@@ -1,0 +1,125 @@
+package kubectlplugin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
+	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/budgetguard/budgetguard/plugins/budget"
+)
+
+// syncTimeout bounds how long the plugin waits for its informers; a user
+// who may not list one of the resources waits this long for the error.
+const syncTimeout = 30 * time.Second
+
+// cluster is a read-only view of one namespace, or of all: a budget.Cache
+// filled by informers, as in the scheduler and the descheduler.
+type cluster struct {
+	client  kubernetes.Interface
+	cache   *budget.Cache
+	factory informers.SharedInformerFactory
+	kruise  kruiseinformers.SharedInformerFactory
+}
+
+// openCluster lists and watches pods, PDBs, ReplicaSets, Deployments,
+// StatefulSets and (when served) PUBs in namespace ("" for all) and waits
+// until the Cache has them.
+func openCluster(ctx context.Context, cfg *rest.Config, namespace string) (*cluster, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "kubectl-budgetguard"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	kc, err := kruiseclientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("OpenKruise client for %s: %w", cfg.Host, err)
+	}
+	c := &cluster{
+		client:  client,
+		factory: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace)),
+		kruise:  kruiseinformers.NewSharedInformerFactoryWithOptions(kc, 0, kruiseinformers.WithNamespace(namespace)),
+	}
+	c.cache, err = budget.New(ctx, c.factory, budget.Options{KruiseInformers: c.kruise, Discovery: client.Discovery()})
+	if err != nil {
+		return nil, err
+	}
+	// Registered before the factories start, so that lint can list them.
+	c.factory.Core().V1().Pods().Lister()
+	c.factory.Policy().V1().PodDisruptionBudgets().Lister()
+	c.factory.Start(ctx.Done())
+	c.kruise.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !c.cache.WaitForCacheSync(syncCtx) {
+		where := "all namespaces"
+		if namespace != "" {
+			where = "namespace " + namespace
+		}
+		return nil, fmt.Errorf("could not list pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets and PodUnavailableBudgets in %s of %s within %s: check the connection and that you may list and watch them", where, cfg.Host, syncTimeout)
+	}
+	return c, nil
+}
+
+// pod returns the pod from the informers.
+func (c *cluster) pod(namespace, name string) (*v1.Pod, error) {
+	pod, err := c.factory.Core().V1().Pods().Lister().Pods(namespace).Get(name)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
+	}
+	return pod, nil
+}
+
+// node returns the pod's node, nil when unbound or when it cannot be read
+// (the rest of the answer does not depend on it).
+func (c *cluster) node(ctx context.Context, pod *v1.Pod) *v1.Node {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	node, err := c.client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return node
+}
+
+// events lists the events about pod.
+func (c *cluster) events(ctx context.Context, pod *v1.Pod) ([]v1.Event, error) {
+	list, err := c.client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod.Name,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return list.Items, nil
+}
+
+// lintInput is every pod, PDB and PUB the informers hold.
+func (c *cluster) lintInput() (budget.LintInput, error) {
+	var in budget.LintInput
+	var err error
+	if in.Pods, err = c.factory.Core().V1().Pods().Lister().List(labels.Everything()); err != nil {
+		return in, err
+	}
+	if in.PDBs, err = c.factory.Policy().V1().PodDisruptionBudgets().Lister().List(labels.Everything()); err != nil {
+		return in, err
+	}
+	if c.cache.PUBEnabled() {
+		var pubs []*kruisepolicy.PodUnavailableBudget
+		if pubs, err = c.kruise.Policy().V1alpha1().PodUnavailableBudgets().Lister().List(labels.Everything()); err != nil {
+			return in, err
+		}
+		in.PUBs = pubs
+	}
+	return in, nil
+}
