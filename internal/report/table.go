@@ -49,8 +49,11 @@ func WriteTable(w io.Writer, r *Report) error {
 	writeHeader(&b, r, names)
 	writeBudgets(&b, r.Runs, names)
 	writeDisruptions(&b, r.Runs, names)
+	writeDisruptionsByStep(&b, r.Runs, names)
 	writeRefusals(&b, r.Runs, names)
+	writeRefusalSentences(&b, r.Runs, names)
 	writeViolations(&b, r.Runs, names)
+	writePods(&b, r.Runs, names)
 	writeNotes(&b, r.Runs, names)
 	writeVerdicts(&b, r.Runs, names)
 	if _, err := w.Write(b.Bytes()); err != nil {
@@ -215,7 +218,7 @@ func writeDisruptions(b *bytes.Buffer, runs []Run, names []string) {
 }
 
 func writeRefusals(b *bytes.Buffer, runs []Run, names []string) {
-	section(b, "REFUSALS: by the plugins (component and reason) and by the API server (status code)")
+	section(b, "REFUSALS: by the plugins (once per pod per loop or cycle) and by the API server (code, to whom)")
 	counts := make([]map[string]int, len(runs))
 	var labels []string
 	add := func(i int, label string, n int) {
@@ -231,7 +234,7 @@ func writeRefusals(b *bytes.Buffer, runs []Run, names []string) {
 			add(i, fmt.Sprintf("%s %s", p.Component, p.Reason), p.Count)
 		}
 		for _, ref := range run.Audit.Refusals {
-			add(i, fmt.Sprintf("apiserver %d", ref.Code), 1)
+			add(i, apiRefusalLabel(ref), 1)
 		}
 	}
 	if len(labels) == 0 {
@@ -270,7 +273,7 @@ func writeViolations(b *bytes.Buffer, runs []Run, names []string) {
 				pod = v.Disruption.Namespace + "/" + pod
 			}
 			by := fmt.Sprintf("%s %s", v.Disruption.Component, v.Disruption.Action)
-			row(tw, names[i], shorten(budgetLabel(v.Budget), maxViolationBudget), shorten(pod, maxViolationPod), shorten(by, maxViolationBy),
+			row(tw, names[i], shorten(budgetLabel(v.Budget), maxViolationBudget), shortenPod(pod, maxViolationPod), shorten(by, maxViolationBy),
 				fmt.Sprintf("%d/%d", v.Healthy, v.Desired))
 		}
 	}
@@ -327,6 +330,32 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// shortenPod cuts a pod name to at most n bytes like shorten, but keeps its
+// unique end (what follows the last two dashes, as in a ReplicaSet's
+// web-7d9f8c6b5-x2k9p, or the last one) whole and cuts its beginning
+// instead, so that two pods of one workload stay apart.
+func shortenPod(s string, n int) string {
+	s = sanitize(s)
+	if len(s) <= n {
+		return s
+	}
+	for _, dashes := range []int{2, 1} {
+		cut := len(s)
+		for range dashes {
+			if cut = strings.LastIndex(s[:cut], "-"); cut <= 0 {
+				break
+			}
+		}
+		if cut <= 0 {
+			continue
+		}
+		if keep := n - 3 - (len(s) - cut); keep >= 1 {
+			return s[:keep] + "..." + s[cut:]
+		}
+	}
+	return shorten(s, n)
 }
 
 // sanitize replaces what would break the table's alignment (tabs, newlines,

@@ -116,7 +116,8 @@ func TestStepTimeoutIsAnErrorOrANote(t *testing.T) {
 	if err := r.step(context.Background(), 2, r.sc.Steps[2]); err != nil {
 		t.Fatalf("continueOnTimeout: %v", err)
 	}
-	if len(r.notes) != 1 || !strings.Contains(r.notes[0], "steps[2]") {
-		t.Errorf("notes %q, want one naming steps[2]", r.notes)
+	// The note numbers the step as the progress line does.
+	if len(r.notes) != 1 || !strings.HasPrefix(r.notes[0], "step 3/3 wait podScheduled shop/vip: ") {
+		t.Errorf("notes %q, want one naming step 3/3", r.notes)
 	}
 }
