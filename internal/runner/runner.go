@@ -354,6 +354,12 @@ func (r *run) do(ctx context.Context, step scenario.Step) (string, error) {
 		return r.deschedule(ctx)
 	case step.Settle != nil:
 		return "ok", settle(ctx, step.Settle.Duration)
+	case step.Delete != nil:
+		return r.deleteObject(ctx, step.Delete)
+	case step.Patch != nil:
+		return r.patchObject(ctx, step.Patch)
+	case step.StaysPending != nil:
+		return r.staysPending(ctx, step.StaysPending)
 	}
 	return "", errors.New("the step sets no action")
 }
