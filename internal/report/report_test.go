@@ -86,9 +86,13 @@ func budgetguardRun() Run {
 				{Namespace: "shop", Name: "web-7d9f-pqrst", Message: "pdb shop/web: 3 healthy, 3 desired, 0 disruptions allowed", Count: 1},
 				{Namespace: "shop", Name: "web-7d9f-uvwxy", Message: "pdb shop/web: 3 healthy, 3 desired, 0 disruptions allowed", Count: 1},
 			}},
+			{Component: audit.ComponentDescheduler, Reason: "SafeToEvictFalse", Count: 1, Filtered: true, Pods: []RefusedPod{
+				{Namespace: "shop", Name: "checkout-frontend-agent-5f7d8c9b4-x2k9p", Message: "cluster-autoscaler safe-to-evict is \"false\"", Count: 1},
+			}},
 		},
 		Steps: steps(),
 		Pods: []Pod{{Namespace: "shop", Name: "big", Unschedulable: true, Blocked: 4, AutoscalerScaleUp: true, AutoscalerReason: "Considered",
+			BlockedMessage: "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed",
 			Event: &Event{Reason: "PreemptionBlockedByBudget", Message: "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed", Count: 4}}},
 		Audit: audit.Result{
 			Budgets: []audit.BudgetSummary{

@@ -23,6 +23,16 @@ func apiRefusalLabel(ref audit.Refusal) string {
 	return fmt.Sprintf("apiserver %d to %s", ref.Code, ref.Component)
 }
 
+// refusalLabel is "component reason", with ", filtered" for pods the
+// descheduler's filters kept from the strategy.
+func refusalLabel(p PluginRefusal) string {
+	label := fmt.Sprintf("%s %s", p.Component, p.Reason)
+	if p.Filtered {
+		label += ", filtered"
+	}
+	return label
+}
+
 // podRef is "namespace/name", with the name shortened by shortenPod.
 func podRef(namespace, name string) string {
 	return sanitize(namespace) + "/" + shortenPod(name, max(maxPodRef-len(namespace)-1, 12))
@@ -52,14 +62,14 @@ func writeRefusalSentences(b *bytes.Buffer, runs []Run, names []string) {
 	for i, run := range runs {
 		for _, p := range run.Refusals {
 			for _, rp := range p.Pods {
-				lines = append(lines, fmt.Sprintf("%s: %s %s %s%s: %s", names[i], p.Component, p.Reason,
+				lines = append(lines, fmt.Sprintf("%s: %s %s%s: %s", names[i], refusalLabel(p),
 					podRef(rp.Namespace, rp.Name), times(rp.Count), rp.Message))
 			}
 		}
 		for _, pod := range run.Pods {
-			if pod.Event != nil && (pod.Event.Reason == "PreemptionBlockedByBudget" || pod.Blocked > 0) {
-				lines = append(lines, fmt.Sprintf("%s: scheduler, preemptor %s, last event %s%s: %s", names[i],
-					podRef(pod.Namespace, pod.Name), pod.Event.Reason, times(pod.Event.Count), pod.Event.Message))
+			if pod.Blocked > 0 {
+				lines = append(lines, fmt.Sprintf("%s: scheduler, preemptor %s%s: event PreemptionBlockedByBudget: %s", names[i],
+					podRef(pod.Namespace, pod.Name), times(pod.Blocked), pod.BlockedMessage))
 			}
 		}
 		type key struct{ label, pod, message string }

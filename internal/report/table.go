@@ -231,7 +231,7 @@ func writeRefusals(b *bytes.Buffer, runs []Run, names []string) {
 	for i, run := range runs {
 		counts[i] = map[string]int{}
 		for _, p := range run.Refusals {
-			add(i, fmt.Sprintf("%s %s", p.Component, p.Reason), p.Count)
+			add(i, refusalLabel(p), p.Count)
 		}
 		for _, ref := range run.Audit.Refusals {
 			add(i, apiRefusalLabel(ref), 1)

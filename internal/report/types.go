@@ -74,6 +74,9 @@ type Pod struct {
 	// Blocked counts the PreemptionBlockedByBudget events about the pod:
 	// budgetguard's blocked preemptions for it.
 	Blocked int `json:"blocked"`
+	// BlockedMessage is the note of the last PreemptionBlockedByBudget
+	// event: which budgets blocked the preemption, with their numbers.
+	BlockedMessage string `json:"blockedMessage,omitempty"`
 	// Victims counts the pods the scheduler preempted for this pod, from
 	// their Preempted events.
 	Victims int `json:"victims"`
@@ -99,6 +102,11 @@ type PluginRefusal struct {
 	Component audit.Component `json:"component"`
 	Reason    string          `json:"reason"`
 	Count     int             `json:"count"`
+	// Filtered: the descheduler's filters kept these pods from the
+	// strategy, which never asked to evict them; they are not refusals of
+	// an eviction the strategy meant (strategies filter every pod they
+	// list). Always false for the scheduler.
+	Filtered bool `json:"filtered,omitempty"`
 	// Pods are the refused pods, each with the refusal's sentence.
 	Pods []RefusedPod `json:"pods"`
 }

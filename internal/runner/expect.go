@@ -46,7 +46,8 @@ func Unmet(sc *scenario.Scenario, run report.Run) []string {
 }
 
 // refusalCount counts a run's refusals of reason as the report does: a
-// plugin reason over both components, or apiserver-<code>.
+// plugin reason over both components, its filtered pods (reason/filtered),
+// or apiserver-<code>.
 func refusalCount(run report.Run, reason string) int {
 	n := 0
 	if m := scenario.APIServerRefusalKey.FindStringSubmatch(reason); m != nil {
@@ -58,8 +59,12 @@ func refusalCount(run report.Run, reason string) int {
 		}
 		return n
 	}
+	m := scenario.ReasonKey.FindStringSubmatch(reason)
+	if m == nil {
+		return 0
+	}
 	for _, p := range run.Refusals {
-		if p.Reason == reason {
+		if p.Reason == m[1] && p.Filtered == (m[2] != "") {
 			n += p.Count
 		}
 	}

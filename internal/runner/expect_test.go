@@ -15,8 +15,9 @@ func TestUnmet(t *testing.T) {
 		Disruptions: &scenario.Count{Min: 0, Max: 1},
 		Violations:  &scenario.Count{Min: 0, Max: 0},
 		Refusals: map[string]scenario.Count{
-			"InsufficientBudget": {Min: 1, Max: -1},
-			"apiserver-429":      {Min: 0, Max: 0},
+			"InsufficientBudget":        {Min: 1, Max: -1},
+			"SafeToEvictFalse/filtered": {Min: 2, Max: 2},
+			"apiserver-429":             {Min: 0, Max: 0},
 		},
 		Pods: &scenario.PodsExpectation{Pending: []string{"shop/big"}, Bound: []string{"shop/small", "shop/gone"}},
 	}}}
@@ -25,6 +26,7 @@ func TestUnmet(t *testing.T) {
 		Refusals: []report.PluginRefusal{
 			{Component: audit.ComponentScheduler, Reason: "InsufficientBudget", Count: 1},
 			{Component: audit.ComponentDescheduler, Reason: "InsufficientBudget", Count: 2},
+			{Component: audit.ComponentDescheduler, Reason: "SafeToEvictFalse", Count: 3, Filtered: true},
 		},
 		Audit: audit.Result{
 			Disruptions: []audit.Disruption{{Pod: "a"}},
@@ -33,6 +35,7 @@ func TestUnmet(t *testing.T) {
 		Pods: []report.Pod{{Namespace: "shop", Name: "big"}, {Namespace: "shop", Name: "small", Node: "n1"}},
 	}
 	want := []string{
+		"expect.budgetguard.refusals[SafeToEvictFalse/filtered]: want 2, got 3",
 		"expect.budgetguard.refusals[apiserver-429]: want 0, got 1",
 		"expect.budgetguard.pods.bound[1]: pod shop/gone is gone, want it bound",
 	}
@@ -41,6 +44,7 @@ func TestUnmet(t *testing.T) {
 	}
 
 	run.Audit.Refusals = nil
+	run.Refusals[2].Count = 2
 	run.Pods[0].Node = "n1"
 	run.Audit.Violations = []audit.Violation{{}}
 	want = []string{

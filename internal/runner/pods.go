@@ -82,6 +82,7 @@ func podOutcome(pod *corev1.Pod, events []podEvent) report.Pod {
 		}
 		if ev.reason == "PreemptionBlockedByBudget" {
 			out.Blocked++
+			out.BlockedMessage = ev.note
 		}
 		if out.Event != nil && out.Event.Reason == ev.reason && out.Event.Message == ev.note {
 			out.Event.Count++

@@ -27,7 +27,7 @@ func TestPodOutcome(t *testing.T) {
 		{namespace: "shop", name: "big", reason: "PreemptionBlockedByBudget", note: blocked},
 	}
 	want := report.Pod{
-		Namespace: "shop", Name: "big", Unschedulable: true, Blocked: 2, Victims: 1,
+		Namespace: "shop", Name: "big", Unschedulable: true, Blocked: 2, BlockedMessage: blocked, Victims: 1,
 		Event:             &report.Event{Reason: "PreemptionBlockedByBudget", Message: blocked, Count: 2},
 		AutoscalerScaleUp: true, AutoscalerReason: "Considered",
 	}

@@ -151,11 +151,19 @@ func pointOrder(point string) int {
 	return -1
 }
 
+// askedPoint is the gate's extension point: the descheduler asked to evict
+// the pod.
+const askedPoint = "EvictionRequest"
+
 // deschedulerRefusals counts the evictor's refusals once per pod per
-// descheduling loop: a pod that Filter, PreEvictionFilter and the gate all
-// refused in one loop is one refusal, with the reason and sentence of the
-// furthest point it reached. The API server's own 429s are not here: the
-// auditor reports them, with the component that received them.
+// descheduling loop, with the reason and sentence of the furthest point the
+// pod reached. A pod whose eviction the descheduler asked for and the gate
+// refused is a refusal. A pod that Filter or PreEvictionFilter refused and
+// whose eviction was never asked for is only filtered: strategies run both
+// filters over every pod they list, including pods they would have kept, so
+// such a pod is not a refusal of anything the strategy meant to do. The API
+// server's own 429s are not here: the auditor reports them, with the
+// component that received them.
 func deschedulerRefusals(records []refusalRecord) []report.PluginRefusal {
 	type podLoop struct {
 		loop            int
@@ -173,13 +181,18 @@ func deschedulerRefusals(records []refusalRecord) []report.PluginRefusal {
 			last[k] = r
 		}
 	}
-	byReason := map[string]*report.PluginRefusal{}
+	type key struct {
+		reason   string
+		filtered bool
+	}
+	byKey := map[key]*report.PluginRefusal{}
 	for _, k := range order {
 		r := last[k]
-		p := byReason[r.reason]
+		filtered := r.point != askedPoint
+		p := byKey[key{r.reason, filtered}]
 		if p == nil {
-			p = &report.PluginRefusal{Component: audit.ComponentDescheduler, Reason: r.reason, Pods: []report.RefusedPod{}}
-			byReason[r.reason] = p
+			p = &report.PluginRefusal{Component: audit.ComponentDescheduler, Reason: r.reason, Filtered: filtered, Pods: []report.RefusedPod{}}
+			byKey[key{r.reason, filtered}] = p
 		}
 		p.Count++
 		i := slices.IndexFunc(p.Pods, func(rp report.RefusedPod) bool { return rp.Namespace == r.namespace && rp.Name == r.name })
@@ -190,10 +203,19 @@ func deschedulerRefusals(records []refusalRecord) []report.PluginRefusal {
 		p.Pods[i].Count++
 		p.Pods[i].Message = r.message
 	}
-	out := make([]report.PluginRefusal, 0, len(byReason))
-	for _, p := range byReason {
+	out := make([]report.PluginRefusal, 0, len(byKey))
+	for _, p := range byKey {
 		out = append(out, *p)
 	}
-	slices.SortFunc(out, func(a, b report.PluginRefusal) int { return cmp.Compare(a.Reason, b.Reason) })
+	slices.SortFunc(out, func(a, b report.PluginRefusal) int {
+		return cmp.Or(cmp.Compare(a.Reason, b.Reason), cmp.Compare(boolOrder(a.Filtered), boolOrder(b.Filtered)))
+	})
 	return out
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

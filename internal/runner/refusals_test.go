@@ -14,10 +14,11 @@ import (
 // TestRefusalsOncePerPodPerLoop replays one descheduling loop the way
 // BudgetAwareEvictor reports it, in its metrics and in its log: pod a is
 // refused at PreEvictionFilter and again at the eviction gate, pod b at
-// PreEvictionFilter only, and pod c passes the gate but the API server
-// answers 429 (which the auditor reports). That is 2 refusals of 2 pods,
-// not the 3 the metrics count, and no descheduler refusal for the 429.
-// A second loop refuses pod a again: one more.
+// PreEvictionFilter only (the strategy listed it but never asked to evict
+// it), and pod c passes the gate but the API server answers 429 (which the
+// auditor reports). That is 1 refusal and 1 filtered pod, not the 3
+// refusals the metrics count, and no descheduler refusal for the 429. A
+// second loop refuses pod a again at both points: one more refusal.
 func TestRefusalsOncePerPodPerLoop(t *testing.T) {
 	reg := metrics.NewKubeRegistry()
 	evictor := metrics.NewCounterVec(&metrics.CounterOpts{
@@ -47,6 +48,7 @@ func TestRefusalsOncePerPodPerLoop(t *testing.T) {
 	logger.V(2).Info("Evicted pod", "pod", klog.KRef("shop", "d"))
 	log.startLoop(2)
 	refuse("PreEvictionFilter", "a")
+	refuse("EvictionRequest", "a")
 	blocked.WithLabelValues("InsufficientBudget").Inc()
 	after, err := refusalCounts(reg)
 	if err != nil {
@@ -55,8 +57,10 @@ func TestRefusalsOncePerPodPerLoop(t *testing.T) {
 
 	msg := "pdb shop/web: 3 healthy, 3 desired, 0 disruptions allowed"
 	want := []report.PluginRefusal{
-		{Component: audit.ComponentDescheduler, Reason: "InsufficientBudget", Count: 3, Pods: []report.RefusedPod{
+		{Component: audit.ComponentDescheduler, Reason: "InsufficientBudget", Count: 2, Pods: []report.RefusedPod{
 			{Namespace: "shop", Name: "a", Message: msg, Count: 2},
+		}},
+		{Component: audit.ComponentDescheduler, Reason: "InsufficientBudget", Count: 1, Filtered: true, Pods: []report.RefusedPod{
 			{Namespace: "shop", Name: "b", Message: msg, Count: 1},
 		}},
 		{Component: audit.ComponentScheduler, Reason: "InsufficientBudget", Count: 1},

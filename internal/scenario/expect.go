@@ -28,7 +28,9 @@ type Expectation struct {
 	// Violations is the number of budget violations the auditor saw.
 	Violations *Count `json:"violations,omitempty"`
 	// Refusals counts refusals by reason: a plugin's reason code (both
-	// components together), or apiserver-<code> for the API server's.
+	// components together), the code and /filtered for pods the
+	// descheduler's filters kept from the strategy, or apiserver-<code> for
+	// the API server's.
 	Refusals map[string]Count `json:"refusals,omitempty"`
 	// Pods lists the scenario's Pod manifests that end bound or pending.
 	Pods *PodsExpectation `json:"pods,omitempty"`
@@ -112,7 +114,10 @@ func (e *Expect) For(mode string) *Expectation {
 }
 
 var (
-	reasonKey = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	// ReasonKey matches the refusals key of a plugin reason, counting
+	// refusals, or with /filtered, the pods the descheduler's filters kept
+	// from the strategy for that reason.
+	ReasonKey = regexp.MustCompile(`^([A-Z][A-Za-z0-9]*)(/filtered)?$`)
 	// APIServerRefusalKey matches the refusals key of the API server's
 	// refusals with a status code.
 	APIServerRefusalKey = regexp.MustCompile(`^apiserver-([1-5][0-9][0-9])$`)
@@ -143,8 +148,8 @@ func parseExpect(d *docErrors, raw json.RawMessage) *Expect {
 		}
 		field := "expect." + m.name
 		for _, k := range slices.Sorted(maps.Keys(m.exp.Refusals)) {
-			if !reasonKey.MatchString(k) && !APIServerRefusalKey.MatchString(k) {
-				d.field(fmt.Sprintf("%s.refusals[%s]", field, k), "unknown reason; want a reason code such as InsufficientBudget, or apiserver-<code> such as apiserver-429")
+			if !ReasonKey.MatchString(k) && !APIServerRefusalKey.MatchString(k) {
+				d.field(fmt.Sprintf("%s.refusals[%s]", field, k), "unknown reason; want a reason code such as InsufficientBudget, a reason code and /filtered such as SafeToEvictFalse/filtered, or apiserver-<code> such as apiserver-429")
 			}
 		}
 		if p := m.exp.Pods; p != nil {

@@ -34,7 +34,7 @@ expect:
   budgetguard:
     disruptions: "<=1"
     violations: 0
-    refusals: {InsufficientBudget: ">=1", apiserver-429: 0}
+    refusals: {InsufficientBudget: ">=1", SafeToEvictFalse/filtered: 2, apiserver-429: 0}
     pods: {pending: [shop/big]}
 `, nsShop, rsWeb, pdbWeb, podBig)
 	s, err := Parse([]byte(input), "x.yaml", testDir(t))
@@ -55,7 +55,7 @@ expect:
 	wantExpect := &Expect{
 		Upstream: &Expectation{Disruptions: &Count{2, 2}, Violations: &Count{1, -1}, Pods: &PodsExpectation{Bound: []string{"shop/big"}}},
 		Budgetguard: &Expectation{Disruptions: &Count{0, 1}, Violations: &Count{0, 0},
-			Refusals: map[string]Count{"InsufficientBudget": {1, -1}, "apiserver-429": {0, 0}},
+			Refusals: map[string]Count{"InsufficientBudget": {1, -1}, "SafeToEvictFalse/filtered": {2, 2}, "apiserver-429": {0, 0}},
 			Pods:     &PodsExpectation{Pending: []string{"shop/big"}}},
 	}
 	if diff := cmp.Diff(wantExpect, s.Expect); diff != "" {
@@ -83,8 +83,9 @@ func TestParseInvalidExpectAndEditSteps(t *testing.T) {
 			[]want{{0, "Scenario", "expect.budgetguard.disruptions", 0, "at least 0"}}},
 		{"expect bad count", withExpect("expect: {upstream: {violations: \"about 2\"}}\n"),
 			[]want{{0, "Scenario", "expect.upstream.violations", 0, `invalid count "about 2"`}}},
-		{"expect bad refusal reason", withExpect("expect: {budgetguard: {refusals: {insufficient: 1}}}\n"),
-			[]want{{0, "Scenario", "expect.budgetguard.refusals[insufficient]", 0, "unknown reason"}}},
+		{"expect bad refusal reason", withExpect("expect: {budgetguard: {refusals: {insufficient: 1, InsufficientBudget/denied: 1}}}\n"),
+			[]want{{0, "Scenario", "expect.budgetguard.refusals[InsufficientBudget/denied]", 0, "unknown reason"},
+				{0, "Scenario", "expect.budgetguard.refusals[insufficient]", 0, "unknown reason"}}},
 		{"expect unknown pod", withExpect("expect: {budgetguard: {pods: {pending: [shop/small]}}}\n"),
 			[]want{{0, "Scenario", "expect.budgetguard.pods.pending[0]", 0, `"shop/small" is not a Pod manifest`}}},
 		{"expect pod bound and pending", withExpect("expect: {budgetguard: {pods: {pending: [shop/big], bound: [shop/big]}}}\n"),
