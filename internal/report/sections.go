@@ -171,11 +171,7 @@ func writeDisruptionsByStep(b *bytes.Buffer, runs []Run, names []string) {
 // cluster-autoscaler would scale up for them; then, for each pod still
 // Pending, its state and its last scheduling event.
 func writePods(b *bytes.Buffer, runs []Run, names []string) {
-	n := 0
-	for _, run := range runs {
-		n += len(run.Pods)
-	}
-	if n == 0 {
+	if sum(runs, func(r Run) int { return len(r.Pods) }) == 0 {
 		return
 	}
 	section(b, "PODS: the scenario's own pods at the end of the run")

@@ -256,11 +256,7 @@ func writeRefusals(b *bytes.Buffer, runs []Run, names []string) {
 
 func writeViolations(b *bytes.Buffer, runs []Run, names []string) {
 	section(b, "VIOLATIONS: disruptions of healthy pods that left a budget below its desired count")
-	n := 0
-	for _, run := range runs {
-		n += len(run.Audit.Violations)
-	}
-	if n == 0 {
+	if sum(runs, func(r Run) int { return len(r.Audit.Violations) }) == 0 {
 		fmt.Fprintln(b, "(none)")
 		return
 	}
@@ -280,12 +276,17 @@ func writeViolations(b *bytes.Buffer, runs []Run, names []string) {
 	_ = tw.Flush()
 }
 
-func writeNotes(b *bytes.Buffer, runs []Run, names []string) {
-	n := 0
+// sum adds up n over the runs.
+func sum(runs []Run, n func(Run) int) int {
+	total := 0
 	for _, run := range runs {
-		n += len(run.Notes)
+		total += n(run)
 	}
-	if n == 0 {
+	return total
+}
+
+func writeNotes(b *bytes.Buffer, runs []Run, names []string) {
+	if sum(runs, func(r Run) int { return len(r.Notes) }) == 0 {
 		return
 	}
 	section(b, "NOTES")

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/component-base/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/budgetguard/budgetguard/internal/audit"
@@ -20,14 +19,7 @@ import (
 // refusals the metrics count, and no descheduler refusal for the 429. A
 // second loop refuses pod a again at both points: one more refusal.
 func TestRefusalsOncePerPodPerLoop(t *testing.T) {
-	reg := metrics.NewKubeRegistry()
-	evictor := metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace: "budgetguard", Subsystem: "evictor", Name: "evictions_refused_total", Help: "h",
-	}, []string{"extension_point", "reason"})
-	blocked := metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace: "budgetguard", Subsystem: "preemption", Name: "blocked_total", Help: "h",
-	}, []string{"reason"})
-	reg.MustRegister(evictor, blocked)
+	reg, evictor, blocked := refusalCounters()
 	before, err := refusalCounts(reg)
 	if err != nil {
 		t.Fatal(err)
