@@ -2,8 +2,8 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/budgetguard/budgetguard/internal/audit"
@@ -119,19 +119,14 @@ func writeDisruptionsByStep(b *bytes.Buffer, runs []Run, names []string) {
 		number int
 		text   string
 	}
-	counts := make([]map[label]int, len(runs))
-	var labels []label
-	add := func(i int, l label, n int) {
-		if !slices.Contains(labels, l) {
-			labels = append(labels, l)
-		}
-		counts[i][l] += n
+	stepLabel := func(s Step, steps int) label {
+		return label{s.Number, fmt.Sprintf("%d/%d %s", s.Number, steps, s.Description)}
 	}
+	t := newTally[label](len(runs))
 	for i, run := range runs {
-		counts[i] = map[label]int{}
 		for _, s := range run.Steps {
 			if s.Description == "deschedule" {
-				add(i, label{s.Number, fmt.Sprintf("%d/%d %s", s.Number, len(run.Steps), s.Description)}, 0)
+				t.add(i, stepLabel(s, len(run.Steps)), 0)
 			}
 		}
 		if len(run.Steps) == 0 {
@@ -140,29 +135,22 @@ func writeDisruptionsByStep(b *bytes.Buffer, runs []Run, names []string) {
 		for _, d := range run.Audit.Disruptions {
 			switch j := stepOf(run.Steps, d.Time); {
 			case j < 0:
-				add(i, label{0, "before the first step"}, 1)
+				t.add(i, label{0, "before the first step"}, 1)
 			case j == len(run.Steps):
-				add(i, label{j + 1, "after the last step"}, 1)
+				t.add(i, label{j + 1, "after the last step"}, 1)
 			default:
-				s := run.Steps[j]
-				add(i, label{s.Number, fmt.Sprintf("%d/%d %s", s.Number, len(run.Steps), s.Description)}, 1)
+				t.add(i, stepLabel(run.Steps[j], len(run.Steps)), 1)
 			}
 		}
 	}
-	if len(labels) == 0 {
+	if len(t.keys) == 0 {
 		return
 	}
-	slices.SortFunc(labels, func(a, b label) int { return a.number - b.number })
 	section(b, "DISRUPTIONS BY STEP: the step during which the API server received them")
 	tw := newTab(b)
 	row(tw, append([]string{"STEP"}, names...)...)
-	for _, l := range labels {
-		cells := []string{shorten(l.text, maxStep)}
-		for i := range runs {
-			cells = append(cells, fmt.Sprint(counts[i][l]))
-		}
-		row(tw, cells...)
-	}
+	t.write(tw, func(a, b label) int { return cmp.Compare(a.number, b.number) },
+		func(l label) []string { return []string{shorten(l.text, maxStep)} })
 	_ = tw.Flush()
 }
 

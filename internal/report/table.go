@@ -81,8 +81,10 @@ func newTab(b *bytes.Buffer) *tabwriter.Writer {
 
 // row writes one line of cells separated by tabs.
 func row(tw *tabwriter.Writer, cells ...string) {
-	fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	fmt.Fprintln(tw, joinCells(cells))
 }
+
+func joinCells(cells []string) string { return strings.Join(cells, "\t") }
 
 func section(b *bytes.Buffer, title string) {
 	fmt.Fprintf(b, "\n%s\n", title)
@@ -178,36 +180,23 @@ func writeDisruptions(b *bytes.Buffer, runs []Run, names []string) {
 		component audit.Component
 		action    audit.Action
 	}
-	counts := make([]map[key]int, len(runs))
-	var keys []key
+	t := newTally[key](len(runs))
 	for i, run := range runs {
-		counts[i] = map[key]int{}
 		for _, d := range run.Audit.Disruptions {
-			k := key{d.Component, d.Action}
-			if counts[i][k] == 0 && !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-			counts[i][k]++
+			t.add(i, key{d.Component, d.Action}, 1)
 		}
 	}
-	if len(keys) == 0 {
+	if len(t.keys) == 0 {
 		fmt.Fprintln(b, "(none)")
 		return
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(componentOrder(a.component), componentOrder(b.component)),
-			cmp.Compare(a.component, b.component), cmp.Compare(a.action, b.action))
-	})
 	tw := newTab(b)
 	row(tw, append([]string{"COMPONENT", "ACTION"}, names...)...)
-	for _, k := range keys {
-		cells := []string{shorten(string(k.component), maxComponent), string(k.action)}
-		for i := range runs {
-			cells = append(cells, fmt.Sprint(counts[i][k]))
-		}
-		row(tw, cells...)
-	}
-	if len(keys) > 1 {
+	t.write(tw, func(a, b key) int {
+		return cmp.Or(cmp.Compare(componentOrder(a.component), componentOrder(b.component)),
+			cmp.Compare(a.component, b.component), cmp.Compare(a.action, b.action))
+	}, func(k key) []string { return []string{shorten(string(k.component), maxComponent), string(k.action)} })
+	if len(t.keys) > 1 {
 		cells := []string{"total", ""}
 		for _, run := range runs {
 			cells = append(cells, fmt.Sprint(len(run.Audit.Disruptions)))
@@ -219,38 +208,22 @@ func writeDisruptions(b *bytes.Buffer, runs []Run, names []string) {
 
 func writeRefusals(b *bytes.Buffer, runs []Run, names []string) {
 	section(b, "REFUSALS: by the plugins (once per pod per loop or cycle) and by the API server (code, to whom)")
-	counts := make([]map[string]int, len(runs))
-	var labels []string
-	add := func(i int, label string, n int) {
-		label = shorten(label, maxRefusal)
-		if !slices.Contains(labels, label) {
-			labels = append(labels, label)
-		}
-		counts[i][label] += n
-	}
+	t := newTally[string](len(runs))
 	for i, run := range runs {
-		counts[i] = map[string]int{}
 		for _, p := range run.Refusals {
-			add(i, refusalLabel(p), p.Count)
+			t.add(i, shorten(refusalLabel(p), maxRefusal), p.Count)
 		}
 		for _, ref := range run.Audit.Refusals {
-			add(i, apiRefusalLabel(ref), 1)
+			t.add(i, shorten(apiRefusalLabel(ref), maxRefusal), 1)
 		}
 	}
-	if len(labels) == 0 {
+	if len(t.keys) == 0 {
 		fmt.Fprintln(b, "(none)")
 		return
 	}
-	slices.Sort(labels)
 	tw := newTab(b)
 	row(tw, append([]string{"REFUSED BY"}, names...)...)
-	for _, l := range labels {
-		cells := []string{l}
-		for i := range runs {
-			cells = append(cells, fmt.Sprint(counts[i][l]))
-		}
-		row(tw, cells...)
-	}
+	t.write(tw, cmp.Compare[string], func(l string) []string { return []string{l} })
 	_ = tw.Flush()
 }
 
