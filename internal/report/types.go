@@ -7,7 +7,7 @@ import (
 )
 
 // SchemaVersion is the version of the JSON report; docs/report.md documents it.
-const SchemaVersion = "sandbox.budgetguard.io/report/v1"
+const SchemaVersion = "sandbox.budgetguard.io/report/v2"
 
 // Mode says which plugins a run used.
 type Mode string
