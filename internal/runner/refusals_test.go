@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/klog/v2"
 
@@ -59,5 +61,24 @@ func TestRefusalsOncePerPodPerLoop(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, pluginRefusals(before, after, log.snapshot())); diff != "" {
 		t.Errorf("plugin refusals (-want,+got):\n%s", diff)
+	}
+}
+
+// The capturing sink leaves the logger it wraps as it was: entries reach it
+// at its own verbosity, the refusal entries included, and nothing more.
+func TestRefusalLogPassesEntriesOn(t *testing.T) {
+	var got []string
+	next := funcr.New(func(prefix, args string) { got = append(got, args) }, funcr.Options{Verbosity: 1})
+	log := &refusalLog{}
+	logger := withRefusalLog(next, log).WithName("descheduler")
+	logger.Info("loop started")
+	logger.V(2).Info(evictorRefusedLog, "extensionPoint", "EvictionRequest", "pod", klog.KRef("shop", "a"), "reason", "InsufficientBudget", "message", "m")
+	logger.V(1).Info(evictorRefusedLog, "extensionPoint", "Filter", "pod", klog.KRef("shop", "b"), "reason", "MultiplePDBs", "message", "m2")
+	logger.V(5).Info("noise")
+	if len(got) != 2 || !strings.Contains(got[0], "loop started") || !strings.Contains(got[1], "MultiplePDBs") {
+		t.Errorf("the wrapped logger got %q, want the V(0) entry and the V(1) refusal only", got)
+	}
+	if recs := log.snapshot(); len(recs) != 2 || recs[0].name != "a" || recs[1].name != "b" || recs[1].point != "Filter" {
+		t.Errorf("recorded %+v, want both refusals, whatever the wrapped logger's verbosity", recs)
 	}
 }
