@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -189,8 +190,10 @@ by standard manifests (Namespaces, Nodes, PriorityClasses, Deployments,
 ReplicaSets, StatefulSets, Pods, PodDisruptionBudgets, PodUnavailableBudgets).
 The steps are apply (create the manifests of a phase), wait (podsReady,
 podScheduled or budgetsObserved, with a timeout and optionally
-continueOnTimeout), setReadiness, deschedule (one descheduler loop), and
-settle. Examples are in examples/scenarios.
+continueOnTimeout), setReadiness, deschedule (one descheduler loop), settle,
+delete, patch (a JSON merge patch) and staysPending. An optional expect
+block says what each mode's run must show. Examples are in
+examples/scenarios; docs/scenarios.md describes the format.
 
 Before the first run starts, the scenario and the files it names are checked
 for both modes, with or without --compare, as 'sandbox validate' does.
@@ -210,10 +213,12 @@ the report shows both side by side.
 Progress (the control plane coming up, then each step) goes to stderr; the
 report goes to stdout.
 
-Exit status: 0 when every run completed, whether or not budgets broke (the
-report says so); 1 when the scenario is invalid or a run failed (a step that
-timed out without continueOnTimeout, an object the API server rejected);
-2 for bad arguments or flags.`,
+Exit status: 0 when every run completed as the scenario's expect block says
+(without one, whether or not budgets broke: the report says so); 1 when the
+scenario is invalid, a run failed (a step that timed out without
+continueOnTimeout, an object the API server rejected), or a run differs from
+the expect block (the report is still printed, and each difference goes to
+stderr); 2 for bad arguments or flags.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("run takes exactly one argument, the scenario file; got %d", len(args))}
@@ -265,7 +270,17 @@ func runScenario(ctx context.Context, path string, f runFlags, stdout, stderr io
 		}
 		runs = append(runs, r)
 	}
-	return write(stdout, report.New(sc.Name, sc.Path, runs...))
+	if err := write(stdout, report.New(sc.Name, sc.Path, runs...)); err != nil {
+		return err
+	}
+	var unmet []string
+	for _, r := range runs {
+		unmet = append(unmet, runner.Unmet(sc, r)...)
+	}
+	if len(unmet) > 0 {
+		return fmt.Errorf("%s: the run differs from the scenario's expect block:\n  %s", sc.Path, strings.Join(unmet, "\n  "))
+	}
+	return nil
 }
 
 func modeList(modes []report.Mode) string {

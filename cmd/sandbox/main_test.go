@@ -156,6 +156,12 @@ func TestValidateRejects(t *testing.T) {
 			want: []string{"invalid scenario", "sched.yaml", "args.actuation", "Kill"},
 		},
 		{
+			name:     "an expect block with an unknown field",
+			scenario: scenarioHeader + "scheduler: {config: sched.yaml}\ndescheduler: {policy: policy.yaml}\n" + setupStep + "expect: {budgetguard: {disruption: 1}}\n" + shopNamespace,
+			config:   goodConfig, policy: goodPolicy,
+			want: []string{"invalid scenario", "document 0 (Scenario): expect.budgetguard.disruption: unknown field"},
+		},
+		{
 			name:     "a bad policy and no deschedule step",
 			scenario: scenario,
 			config:   goodConfig, policy: strings.Replace(goodPolicy, "kind: DeschedulerPolicy", "kind: DeschedulerPolicy\nmaxNoOfPodsToEvictPerNod: 1", 1),
@@ -194,6 +200,29 @@ metadata: {name: node-a}
 	expectError(t, res, "args.actuation", "Kill")
 	if strings.Contains(res.Stderr, "control plane") {
 		t.Errorf("a control plane was started:\n%s", res.Stderr)
+	}
+}
+
+// TestRunChecksExpect: a run that differs from the expect block exits 1,
+// says what differed, and still prints the report.
+func TestRunChecksExpect(t *testing.T) {
+	dir := t.TempDir()
+	path := testmain.WriteFile(t, dir, "s.yaml", scenarioHeader+setupStep+`expect:
+  budgetguard: {disruptions: 1, violations: 0}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+`)
+	res := testmain.Run(t, "run", path)
+	if res.Code != exitError {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", res.Code, exitError, res.Stderr)
+	}
+	if !strings.Contains(res.Stdout, "VERDICT") {
+		t.Errorf("no report on stdout:\n%s", res.Stdout)
+	}
+	if want := "expect block:\n  expect.budgetguard.disruptions: want 1, got 0\n"; !strings.Contains(res.Stderr, want) || strings.Contains(res.Stderr, "expect.budgetguard.violations") {
+		t.Errorf("stderr does not say only %q:\n%s", want, res.Stderr)
 	}
 }
 

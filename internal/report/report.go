@@ -39,6 +39,11 @@ func normalized(r *Report) *Report {
 	out.Runs = make([]Run, len(r.Runs))
 	for i, run := range r.Runs {
 		run.Refusals = orEmpty(run.Refusals)
+		for j := range run.Refusals {
+			run.Refusals[j].Pods = orEmpty(run.Refusals[j].Pods)
+		}
+		run.Steps = orEmpty(run.Steps)
+		run.Pods = orEmpty(run.Pods)
 		run.Audit = normalizedAudit(run.Audit)
 		out.Runs[i] = run
 	}

@@ -57,8 +57,20 @@ func upstreamRun() Run {
 			},
 			Violations: []audit.Violation{{Budget: web, Disruption: d2, Healthy: 2, Desired: 3}},
 		},
-		Notes: []string{"step 3 (wait for pod shop/big to be scheduled) timed out after 30s; continuing because continueOnTimeout is set"},
+		Notes: []string{"step 5/6 wait podScheduled shop/big: timed out after 20s: pod shop/big is not bound (continueOnTimeout)"},
+		Steps: steps(),
+		Pods: []Pod{{Namespace: "shop", Name: "big", Node: "node-a", Victims: 2, AutoscalerReason: "Bound",
+			Event: &Event{Reason: "FailedScheduling", Message: "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.", Count: 1}}},
 	}
+}
+
+// steps are the anchor scenario's steps, as a run records them.
+func steps() []Step {
+	var out []Step
+	for i, d := range []string{"apply setup", "wait podsReady shop app=web >=4", "wait budgetsObserved", "apply preempt", "wait podScheduled shop/big", "deschedule"} {
+		out = append(out, Step{Number: i + 1, Description: d, Began: t0.Add(time.Duration(i) * 500 * time.Millisecond), Ended: t0.Add(time.Duration(i+1) * 500 * time.Millisecond)})
+	}
+	return out
 }
 
 // budgetguardRun is the same scenario with BudgetAwarePreemption and
@@ -70,8 +82,18 @@ func budgetguardRun() Run {
 		Duration: 11*time.Second + 960*time.Millisecond,
 		Refusals: []PluginRefusal{
 			{Component: audit.ComponentScheduler, Reason: "InsufficientBudget", Count: 4},
-			{Component: audit.ComponentDescheduler, Reason: "InsufficientBudget", Count: 2},
+			{Component: audit.ComponentDescheduler, Reason: "InsufficientBudget", Count: 2, Pods: []RefusedPod{
+				{Namespace: "shop", Name: "web-7d9f-pqrst", Message: "pdb shop/web: 3 healthy, 3 desired, 0 disruptions allowed", Count: 1},
+				{Namespace: "shop", Name: "web-7d9f-uvwxy", Message: "pdb shop/web: 3 healthy, 3 desired, 0 disruptions allowed", Count: 1},
+			}},
+			{Component: audit.ComponentDescheduler, Reason: "SafeToEvictFalse", Count: 1, Filtered: true, Pods: []RefusedPod{
+				{Namespace: "shop", Name: "checkout-frontend-agent-5f7d8c9b4-x2k9p", Message: "cluster-autoscaler safe-to-evict is \"false\"", Count: 1},
+			}},
 		},
+		Steps: steps(),
+		Pods: []Pod{{Namespace: "shop", Name: "big", Unschedulable: true, Blocked: 4, AutoscalerScaleUp: true, AutoscalerReason: "Considered",
+			BlockedMessage: "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed",
+			Event:          &Event{Reason: "PreemptionBlockedByBudget", Message: "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed", Count: 4}}},
 		Audit: audit.Result{
 			Budgets: []audit.BudgetSummary{
 				{Budget: web, Desired: 3, Met: true, LowestHealthy: 3, Disruptions: 1},
@@ -244,5 +266,28 @@ func TestWrap(t *testing.T) {
 	want := []string{"upstream: aaa bbb", "  cccccccccccccccccc", "  ccccccc dd"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("wrap (-want,+got):\n%s", diff)
+	}
+}
+
+// A pod name is cut in its beginning, never in its unique end.
+func TestShortenPodKeepsTheUniqueSuffix(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		want string
+	}{
+		{"web-7d9f-abcde", 18, "web-7d9f-abcde"},
+		// The ReplicaSet's hash and the pod's suffix stay whole.
+		{"checkout-frontend-7d9f8c6b5-x2k9p", 24, "check...-7d9f8c6b5-x2k9p"},
+		// No room for both: the pod's own suffix stays whole.
+		{"checkout-frontend-7d9f8c6b5-x2k9p", 18, "checkout-...-x2k9p"},
+		{"checkout-frontend-worker-0", 18, "checko...-worker-0"},
+		// No dash: cut at the end, as any other name.
+		{"averyveryveryverylongname", 10, "averyve..."},
+	} {
+		got := shortenPod(tc.name, tc.n)
+		if got != tc.want || len(got) > tc.n {
+			t.Errorf("shortenPod(%q, %d) = %q, want %q", tc.name, tc.n, got, tc.want)
+		}
 	}
 }

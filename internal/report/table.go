@@ -49,8 +49,11 @@ func WriteTable(w io.Writer, r *Report) error {
 	writeHeader(&b, r, names)
 	writeBudgets(&b, r.Runs, names)
 	writeDisruptions(&b, r.Runs, names)
+	writeDisruptionsByStep(&b, r.Runs, names)
 	writeRefusals(&b, r.Runs, names)
+	writeRefusalSentences(&b, r.Runs, names)
 	writeViolations(&b, r.Runs, names)
+	writePods(&b, r.Runs, names)
 	writeNotes(&b, r.Runs, names)
 	writeVerdicts(&b, r.Runs, names)
 	if _, err := w.Write(b.Bytes()); err != nil {
@@ -78,8 +81,10 @@ func newTab(b *bytes.Buffer) *tabwriter.Writer {
 
 // row writes one line of cells separated by tabs.
 func row(tw *tabwriter.Writer, cells ...string) {
-	fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	fmt.Fprintln(tw, joinCells(cells))
 }
+
+func joinCells(cells []string) string { return strings.Join(cells, "\t") }
 
 func section(b *bytes.Buffer, title string) {
 	fmt.Fprintf(b, "\n%s\n", title)
@@ -175,36 +180,23 @@ func writeDisruptions(b *bytes.Buffer, runs []Run, names []string) {
 		component audit.Component
 		action    audit.Action
 	}
-	counts := make([]map[key]int, len(runs))
-	var keys []key
+	t := newTally[key](len(runs))
 	for i, run := range runs {
-		counts[i] = map[key]int{}
 		for _, d := range run.Audit.Disruptions {
-			k := key{d.Component, d.Action}
-			if counts[i][k] == 0 && !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-			counts[i][k]++
+			t.add(i, key{d.Component, d.Action}, 1)
 		}
 	}
-	if len(keys) == 0 {
+	if len(t.keys) == 0 {
 		fmt.Fprintln(b, "(none)")
 		return
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(componentOrder(a.component), componentOrder(b.component)),
-			cmp.Compare(a.component, b.component), cmp.Compare(a.action, b.action))
-	})
 	tw := newTab(b)
 	row(tw, append([]string{"COMPONENT", "ACTION"}, names...)...)
-	for _, k := range keys {
-		cells := []string{shorten(string(k.component), maxComponent), string(k.action)}
-		for i := range runs {
-			cells = append(cells, fmt.Sprint(counts[i][k]))
-		}
-		row(tw, cells...)
-	}
-	if len(keys) > 1 {
+	t.write(tw, func(a, b key) int {
+		return cmp.Or(cmp.Compare(componentOrder(a.component), componentOrder(b.component)),
+			cmp.Compare(a.component, b.component), cmp.Compare(a.action, b.action))
+	}, func(k key) []string { return []string{shorten(string(k.component), maxComponent), string(k.action)} })
+	if len(t.keys) > 1 {
 		cells := []string{"total", ""}
 		for _, run := range runs {
 			cells = append(cells, fmt.Sprint(len(run.Audit.Disruptions)))
@@ -215,49 +207,29 @@ func writeDisruptions(b *bytes.Buffer, runs []Run, names []string) {
 }
 
 func writeRefusals(b *bytes.Buffer, runs []Run, names []string) {
-	section(b, "REFUSALS: by the plugins (component and reason) and by the API server (status code)")
-	counts := make([]map[string]int, len(runs))
-	var labels []string
-	add := func(i int, label string, n int) {
-		label = shorten(label, maxRefusal)
-		if !slices.Contains(labels, label) {
-			labels = append(labels, label)
-		}
-		counts[i][label] += n
-	}
+	section(b, "REFUSALS: by the plugins (once per pod per loop or cycle) and by the API server (code, to whom)")
+	t := newTally[string](len(runs))
 	for i, run := range runs {
-		counts[i] = map[string]int{}
 		for _, p := range run.Refusals {
-			add(i, fmt.Sprintf("%s %s", p.Component, p.Reason), p.Count)
+			t.add(i, shorten(refusalLabel(p), maxRefusal), p.Count)
 		}
 		for _, ref := range run.Audit.Refusals {
-			add(i, fmt.Sprintf("apiserver %d", ref.Code), 1)
+			t.add(i, shorten(apiRefusalLabel(ref), maxRefusal), 1)
 		}
 	}
-	if len(labels) == 0 {
+	if len(t.keys) == 0 {
 		fmt.Fprintln(b, "(none)")
 		return
 	}
-	slices.Sort(labels)
 	tw := newTab(b)
 	row(tw, append([]string{"REFUSED BY"}, names...)...)
-	for _, l := range labels {
-		cells := []string{l}
-		for i := range runs {
-			cells = append(cells, fmt.Sprint(counts[i][l]))
-		}
-		row(tw, cells...)
-	}
+	t.write(tw, cmp.Compare[string], func(l string) []string { return []string{l} })
 	_ = tw.Flush()
 }
 
 func writeViolations(b *bytes.Buffer, runs []Run, names []string) {
 	section(b, "VIOLATIONS: disruptions of healthy pods that left a budget below its desired count")
-	n := 0
-	for _, run := range runs {
-		n += len(run.Audit.Violations)
-	}
-	if n == 0 {
+	if sum(runs, func(r Run) int { return len(r.Audit.Violations) }) == 0 {
 		fmt.Fprintln(b, "(none)")
 		return
 	}
@@ -270,19 +242,24 @@ func writeViolations(b *bytes.Buffer, runs []Run, names []string) {
 				pod = v.Disruption.Namespace + "/" + pod
 			}
 			by := fmt.Sprintf("%s %s", v.Disruption.Component, v.Disruption.Action)
-			row(tw, names[i], shorten(budgetLabel(v.Budget), maxViolationBudget), shorten(pod, maxViolationPod), shorten(by, maxViolationBy),
+			row(tw, names[i], shorten(budgetLabel(v.Budget), maxViolationBudget), shortenPod(pod, maxViolationPod), shorten(by, maxViolationBy),
 				fmt.Sprintf("%d/%d", v.Healthy, v.Desired))
 		}
 	}
 	_ = tw.Flush()
 }
 
-func writeNotes(b *bytes.Buffer, runs []Run, names []string) {
-	n := 0
+// sum adds up n over the runs.
+func sum(runs []Run, n func(Run) int) int {
+	total := 0
 	for _, run := range runs {
-		n += len(run.Notes)
+		total += n(run)
 	}
-	if n == 0 {
+	return total
+}
+
+func writeNotes(b *bytes.Buffer, runs []Run, names []string) {
+	if sum(runs, func(r Run) int { return len(r.Notes) }) == 0 {
 		return
 	}
 	section(b, "NOTES")
@@ -327,6 +304,32 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// shortenPod cuts a pod name to at most n bytes like shorten, but keeps its
+// unique end (what follows the last two dashes, as in a ReplicaSet's
+// web-7d9f8c6b5-x2k9p, or the last one) whole and cuts its beginning
+// instead, so that two pods of one workload stay apart.
+func shortenPod(s string, n int) string {
+	s = sanitize(s)
+	if len(s) <= n {
+		return s
+	}
+	for _, dashes := range []int{2, 1} {
+		cut := len(s)
+		for range dashes {
+			if cut = strings.LastIndex(s[:cut], "-"); cut <= 0 {
+				break
+			}
+		}
+		if cut <= 0 {
+			continue
+		}
+		if keep := n - 3 - (len(s) - cut); keep >= 1 {
+			return s[:keep] + "..." + s[cut:]
+		}
+	}
+	return shorten(s, n)
 }
 
 // sanitize replaces what would break the table's alignment (tabs, newlines,

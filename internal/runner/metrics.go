@@ -77,3 +77,20 @@ func refusalDelta(before, after map[refusalKey]float64) []report.PluginRefusal {
 
 // legacyGatherer is where both plugins register their metrics.
 var legacyGatherer metrics.Gatherer = legacyregistry.DefaultGatherer
+
+// pluginRefusals is what budgetguard's plugins refused during a run: the
+// scheduler's blocked preemptions from its counter (once per preemptor per
+// scheduling cycle, or per candidate refused at actuation), and the
+// descheduler's refusals from the evictor's log entries, once per pod per
+// descheduling loop (see deschedulerRefusals). The evictor's counter is not
+// used: it counts a pod at every extension point that refused it, and counts
+// the API server's 429s, which the auditor reports.
+func pluginRefusals(before, after map[refusalKey]float64, records []refusalRecord) []report.PluginRefusal {
+	out := deschedulerRefusals(records)
+	for _, p := range refusalDelta(before, after) {
+		if p.Component == audit.ComponentScheduler {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -10,11 +10,10 @@ import (
 	"github.com/budgetguard/budgetguard/internal/report"
 )
 
-// TestRefusalDeltaFromCounters reads counters shaped like budgetguard's
-// (same names and labels) from a registry of its own, before and after
-// some refusals, and checks the delta: per component and reason, summed
-// over the evictor's extension points, other metrics ignored.
-func TestRefusalDeltaFromCounters(t *testing.T) {
+// refusalCounters returns a registry of its own with counters shaped like
+// budgetguard's refusal counters (same names and labels): the evictor's and
+// the scheduler's.
+func refusalCounters() (metrics.KubeRegistry, *metrics.CounterVec, *metrics.CounterVec) {
 	reg := metrics.NewKubeRegistry()
 	evictor := metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "budgetguard", Subsystem: "evictor", Name: "evictions_refused_total", Help: "h",
@@ -22,10 +21,20 @@ func TestRefusalDeltaFromCounters(t *testing.T) {
 	blocked := metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "budgetguard", Subsystem: "preemption", Name: "blocked_total", Help: "h",
 	}, []string{"reason"})
+	reg.MustRegister(evictor, blocked)
+	return reg, evictor, blocked
+}
+
+// TestRefusalDeltaFromCounters reads counters shaped like budgetguard's
+// (same names and labels) from a registry of its own, before and after
+// some refusals, and checks the delta: per component and reason, summed
+// over the evictor's extension points, other metrics ignored.
+func TestRefusalDeltaFromCounters(t *testing.T) {
+	reg, evictor, blocked := refusalCounters()
 	other := metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "budgetguard", Subsystem: "preemption", Name: "decisions_total", Help: "h",
 	}, []string{"result", "reason"})
-	reg.MustRegister(evictor, blocked, other)
+	reg.MustRegister(other)
 
 	evictor.WithLabelValues("Filter", "MultiplePDBs").Inc()
 	blocked.WithLabelValues("InsufficientBudget").Add(2)

@@ -60,6 +60,12 @@ type run struct {
 	// pubs: the control plane serves PodUnavailableBudgets.
 	pubs  bool
 	notes []string
+	steps []report.Step
+	// refusals collects BudgetAwareEvictor's refusals, loops counts the
+	// descheduling loops, events the scheduler's events.
+	refusals refusalLog
+	loops    int
+	events   eventLog
 }
 
 func (r *run) printf(format string, args ...any) {
@@ -119,7 +125,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 	if err != nil {
 		return report.Run{}, err
 	}
-	sched, err := startScheduler(ctx, cp.Config, schedCfg, mode)
+	sched, err := startScheduler(ctx, cp.Config, schedCfg, mode, &r.events)
 	if err != nil {
 		return report.Run{}, err
 	}
@@ -149,11 +155,17 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 	if err != nil {
 		return report.Run{}, err
 	}
+	pods, err := r.pods(ctx, r.events.snapshot())
+	if err != nil {
+		return report.Run{}, err
+	}
 	out := report.Run{
 		Mode:     mode,
-		Refusals: refusalDelta(before, after),
+		Refusals: pluginRefusals(before, after, r.refusals.snapshot()),
 		Audit:    result,
 		Notes:    r.notes,
+		Steps:    r.steps,
+		Pods:     pods,
 		Duration: time.Since(began),
 	}
 	r.printf("done in %.1fs: the auditor saw %s and %s", out.Duration.Seconds(), plural(len(result.Disruptions), "disruption"), plural(len(result.Violations), "budget violation"))
@@ -304,12 +316,15 @@ func (r *run) newClients(config *rest.Config) error {
 func (r *run) step(ctx context.Context, i int, step scenario.Step) error {
 	began := time.Now()
 	name := describeStep(step)
+	// Progress lines and notes number steps alike, from 1: "step 3/7".
+	number := fmt.Sprintf("step %d/%d", i+1, len(r.sc.Steps))
 	line := func(outcome string) {
-		r.printf("step %d/%d %s: %s (%.1fs)", i+1, len(r.sc.Steps), name, outcome, time.Since(began).Seconds())
+		r.printf("%s %s: %s (%.1fs)", number, name, outcome, time.Since(began).Seconds())
 	}
 	outcome, err := r.do(ctx, step)
+	r.steps = append(r.steps, report.Step{Number: i + 1, Description: name, Began: began.UTC(), Ended: time.Now().UTC()})
 	if err != nil && step.Wait != nil && step.Wait.ContinueOnTimeout && errors.Is(err, errTimedOut) {
-		note := fmt.Sprintf("steps[%d] %s: %v (continueOnTimeout)", i, name, err)
+		note := fmt.Sprintf("%s %s: %v (continueOnTimeout)", number, name, err)
 		r.notes = append(r.notes, note)
 		line(err.Error() + ", continuing")
 		return nil
@@ -339,6 +354,12 @@ func (r *run) do(ctx context.Context, step scenario.Step) (string, error) {
 		return r.deschedule(ctx)
 	case step.Settle != nil:
 		return "ok", settle(ctx, step.Settle.Duration)
+	case step.Delete != nil:
+		return r.deleteObject(ctx, step.Delete)
+	case step.Patch != nil:
+		return r.patchObject(ctx, step.Patch)
+	case step.StaysPending != nil:
+		return r.staysPending(ctx, step.StaysPending)
 	}
 	return "", errors.New("the step sets no action")
 }
@@ -353,6 +374,11 @@ func (r *run) deschedule(ctx context.Context) (string, error) {
 	for _, n := range notes {
 		r.printf("%s", n)
 	}
+	// BudgetAwareEvictor logs each refusal with the pod and its sentence;
+	// the runner reads them from the descheduler's logger.
+	r.loops++
+	r.refusals.startLoop(r.loops)
+	ctx = klog.NewContext(ctx, withRefusalLog(klog.FromContext(ctx), &r.refusals))
 	if err := runDescheduler(ctx, r.deschedulerClient, policy); err != nil {
 		return "", err
 	}

@@ -35,7 +35,8 @@ type runningScheduler struct {
 // config reaches, as kube-scheduler's own Setup builds it. In
 // ModeBudgetguard, BudgetAwarePreemption is registered; in ModeUpstream it is
 // not, so a profile that still named it would fail here.
-func startScheduler(ctx context.Context, config *rest.Config, cfg *schedulerConfig, mode report.Mode) (*runningScheduler, error) {
+// Every event the scheduler emits also goes to seen.
+func startScheduler(ctx context.Context, config *rest.Config, cfg *schedulerConfig, mode report.Mode, seen *eventLog) (*runningScheduler, error) {
 	kubeConfig := rest.AddUserAgent(rest.CopyConfig(config), schedulerUserAgent)
 	client, err := kubernetes.NewForConfig(kubeConfig)
 	if err != nil {
@@ -52,6 +53,11 @@ func startScheduler(ctx context.Context, config *rest.Config, cfg *schedulerConf
 	ctx, cancel := context.WithCancel(ctx)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
+	if _, err := broadcaster.StartEventWatcher(seen.watch); err != nil {
+		cancel()
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("watch the scheduler's events: %w", err)
+	}
 	factory := scheduler.NewInformerFactory(client, 0)
 	c := cfg.config
 	sched, err := scheduler.New(ctx, client, factory, nil, profile.NewRecorderFactory(broadcaster),

@@ -46,6 +46,12 @@ func describeStep(s scenario.Step) string {
 		return "deschedule"
 	case s.Settle != nil:
 		return "settle " + s.Settle.Duration.String()
+	case s.Delete != nil:
+		return "delete " + objectName(s.Delete.Kind, s.Delete.Namespace, s.Delete.Name)
+	case s.Patch != nil:
+		return "patch " + objectName(s.Patch.Kind, s.Patch.Namespace, s.Patch.Name)
+	case s.StaysPending != nil:
+		return fmt.Sprintf("staysPending %s/%s %s", s.StaysPending.Namespace, s.StaysPending.Name, s.StaysPending.For)
 	}
 	return "empty step"
 }

@@ -116,7 +116,47 @@ func TestStepTimeoutIsAnErrorOrANote(t *testing.T) {
 	if err := r.step(context.Background(), 2, r.sc.Steps[2]); err != nil {
 		t.Fatalf("continueOnTimeout: %v", err)
 	}
-	if len(r.notes) != 1 || !strings.Contains(r.notes[0], "steps[2]") {
-		t.Errorf("notes %q, want one naming steps[2]", r.notes)
+	// The note numbers the step as the progress line does.
+	if len(r.notes) != 1 || !strings.HasPrefix(r.notes[0], "step 3/3 wait podScheduled shop/vip: ") {
+		t.Errorf("notes %q, want one naming step 3/3", r.notes)
+	}
+}
+
+func TestEditSteps(t *testing.T) {
+	pdb := testobj.MakePDB().Namespace("shop").Name("web").MaxUnavailable(1).Obj()
+	big := testobj.MakePod().Namespace("shop").Name("big").Obj()
+	r := testRun([]runtime.Object{pdb, big})
+	ctx := context.Background()
+	if _, err := r.patchObject(ctx, &scenario.PatchStep{Kind: "PodDisruptionBudget", Namespace: "shop", Name: "web",
+		Patch: []byte(`{"spec":{"maxUnavailable":0}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.client.PolicyV1().PodDisruptionBudgets("shop").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || got.Spec.MaxUnavailable == nil || got.Spec.MaxUnavailable.IntValue() != 0 {
+		t.Errorf("patched PDB: %v, %v; want maxUnavailable 0", got, err)
+	}
+
+	seen, err := r.staysPending(ctx, &scenario.StaysPendingStep{Namespace: "shop", Name: "big", For: 300 * time.Millisecond})
+	if err != nil || seen != "stayed Pending for 300ms" {
+		t.Errorf("staysPending of a pending pod: %q, %v", seen, err)
+	}
+	bound := big.DeepCopy()
+	bound.Spec.NodeName = "node-a"
+	if _, err := r.client.CoreV1().Pods("shop").Update(ctx, bound, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen, err = r.staysPending(ctx, &scenario.StaysPendingStep{Namespace: "shop", Name: "big", For: time.Minute})
+	if err != nil || !strings.HasPrefix(seen, "bound to node-a after ") {
+		t.Errorf("staysPending of a bound pod: %q, %v; want it to end early and say so", seen, err)
+	}
+
+	if _, err := r.deleteObject(ctx, &scenario.DeleteStep{Kind: "Pod", Namespace: "shop", Name: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.staysPending(ctx, &scenario.StaysPendingStep{Namespace: "shop", Name: "big", For: time.Second}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("staysPending of a deleted pod: %v, want an error", err)
+	}
+	if _, err := r.deleteObject(ctx, &scenario.DeleteStep{Kind: "Pod", Namespace: "shop", Name: "big"}); err == nil || !strings.Contains(err.Error(), "delete Pod shop/big") {
+		t.Errorf("deleting it again: %v, want an error naming it", err)
 	}
 }

@@ -31,6 +31,7 @@ type rawHeader struct {
 	Scheduler   rawScheduler      `json:"scheduler"`
 	Descheduler rawDescheduler    `json:"descheduler"`
 	Steps       []json.RawMessage `json:"steps"`
+	Expect      json.RawMessage   `json:"expect"`
 }
 
 type rawMetadata struct {
@@ -55,7 +56,7 @@ type rawWait struct {
 }
 
 // stepKeys are the keys of a step, in the order messages list them.
-var stepKeys = []string{"apply", "wait", "setReadiness", "deschedule", "settle"}
+var stepKeys = []string{"apply", "wait", "setReadiness", "deschedule", "settle", "delete", "patch", "staysPending"}
 
 // waitConditions are the keys of a wait's condition.
 var waitConditions = []string{"podsReady", "podScheduled", "budgetsObserved"}
@@ -97,6 +98,7 @@ func parseHeader(s *Scenario, data []byte, baseDir string, d *docErrors) (applie
 	if len(h.Steps) == 0 {
 		d.field("steps", "required: at least one step, such as \"- apply: {phase: %s}\"", DefaultPhase)
 	}
+	s.Expect = parseExpect(d, h.Expect)
 	for i, raw := range h.Steps {
 		st, ok := parseStep(i, raw, d)
 		if ok {
@@ -200,6 +202,19 @@ func parseStep(i int, raw json.RawMessage, d *docErrors) (st Step, ok bool) {
 			return st, false
 		}
 		st.Settle = &SettleStep{Duration: dur}
+	case "delete":
+		st.Delete = &DeleteStep{}
+		decodeStep(d, value, st.Delete, field)
+		checkObjectRef(d, field, st.Delete.Kind, st.Delete.Namespace, st.Delete.Name)
+	case "patch":
+		st.Patch = &PatchStep{}
+		decodeStep(d, value, st.Patch, field)
+		checkObjectRef(d, field, st.Patch.Kind, st.Patch.Namespace, st.Patch.Name)
+		if k := jsonKind(st.Patch.Patch); k != "a mapping" || strings.TrimSpace(strings.ReplaceAll(string(st.Patch.Patch), " ", "")) == "{}" {
+			d.field(field+".patch", "got %s, want a JSON merge patch: a mapping such as {spec: {maxUnavailable: 0}}", describePatch(k))
+		}
+	case "staysPending":
+		st.StaysPending = parseStaysPending(d, value, field)
 	}
 	return st, d.c.total == before
 }

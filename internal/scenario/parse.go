@@ -67,6 +67,8 @@ func Parse(data []byte, path, baseDir string) (*Scenario, error) {
 		}
 	}
 	checkObjects(c, s, applies)
+	checkStepObjects(c, s, applies)
+	checkExpectPods(c, s)
 	if err := c.err(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +41,9 @@ type Scenario struct {
 	SchedulerConfig   string
 	DeschedulerPolicy string
 	Steps             []Step
+	// Expect is what each mode's run must show; nil when the header has no
+	// expect block.
+	Expect *Expect
 	// Objects are the manifests in document order.
 	Objects []Object
 }
@@ -67,6 +71,36 @@ type Step struct {
 	SetReadiness *SetReadinessStep
 	Deschedule   *DescheduleStep
 	Settle       *SettleStep
+	Delete       *DeleteStep
+	Patch        *PatchStep
+	StaysPending *StaysPendingStep
+}
+
+// DeleteStep deletes an object the scenario created.
+type DeleteStep struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// PatchStep changes an object the scenario created with a JSON merge patch
+// (RFC 7386), such as {spec: {maxUnavailable: 0}} on a budget or
+// {spec: {replicas: 2}} on a workload.
+type PatchStep struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Patch is the merge patch, as JSON.
+	Patch json.RawMessage `json:"patch"`
+}
+
+// StaysPendingStep watches a pod for a duration. The step passes whether or
+// not the pod is bound meanwhile; a pod that was bound is told in the
+// progress output, and the expect block is where a run asserts it.
+type StaysPendingStep struct {
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	For       time.Duration `json:"-"`
 }
 
 // ApplyStep creates every object of a phase, in document order.

@@ -1,8 +1,9 @@
 // Package scenarios runs every scenario under examples/scenarios through the
 // sandbox binary's runner, upstream first and then budgetguard, each on its
 // own in-process control plane, and asserts the outcome each one exists to
-// show. The runs are sequential: one control plane runs in a process at a
-// time.
+// show: the scenario's own expect block for the mode, which every example
+// carries, as sandbox run checks it, and what each test adds. The runs are
+// sequential: one control plane runs in a process at a time.
 package scenarios
 
 import (
@@ -22,7 +23,8 @@ import (
 
 // outcome is what one run of a scenario did.
 type outcome struct {
-	run report.Run
+	run   report.Run
+	table string
 }
 
 // run executes the scenario file in mode and returns what the auditor saw.
@@ -45,7 +47,13 @@ func run(t *testing.T, file string, mode report.Mode) outcome {
 		t.Fatal(err)
 	}
 	t.Logf("%s report:\n%s", mode, table.String())
-	return outcome{run: r}
+	if sc.Expect.For(string(mode)) == nil {
+		t.Errorf("%s has no expect block for %s", file, mode)
+	}
+	for _, u := range runner.Unmet(sc, r) {
+		t.Errorf("%s: %s", file, u)
+	}
+	return outcome{run: r, table: table.String()}
 }
 
 // disruptions counts the disruptions by component of pods whose name starts
@@ -107,6 +115,7 @@ func TestEveryExampleScenarioIsTested(t *testing.T) {
 		"crashloop-always-allow.yaml": true,
 		"pub-protected.yaml":          true,
 		"autoscaler-annotations.yaml": true,
+		"autoscaler-scale-up.yaml":    true,
 	}
 	entries, err := os.ReadDir(filepath.Join("..", "..", "examples", "scenarios"))
 	if err != nil {
@@ -211,8 +220,15 @@ func TestScenarioAutoscalerAnnotations(t *testing.T) {
 	if n := bg.disruptions(audit.ComponentDescheduler, "agent-"); n != 0 {
 		t.Errorf("budgetguard: the descheduler evicted %d safe-to-evict=false agent pods, want 0", n)
 	}
+	// Filter turns the agents down while RemoveDuplicates lists them: they
+	// are filtered, not refused evictions.
 	if n := bg.pluginRefusals(audit.ComponentDescheduler, "SafeToEvictFalse"); n == 0 {
 		t.Error("budgetguard: no SafeToEvictFalse refusal reported")
+	}
+	for _, r := range bg.run.Refusals {
+		if r.Reason == "SafeToEvictFalse" && !r.Filtered {
+			t.Errorf("budgetguard: %d SafeToEvictFalse refusals of evictions the descheduler asked for, want them filtered", r.Count)
+		}
 	}
 	for _, o := range []struct {
 		mode report.Mode
@@ -227,5 +243,32 @@ func TestScenarioAutoscalerAnnotations(t *testing.T) {
 	}
 	if n := bg.apiRefusals(429, ""); n != 0 {
 		t.Errorf("budgetguard: %d 429s from the API server, want 0", n)
+	}
+}
+
+// A preemptor whose only victims are under a PDB that allows 0 disruptions
+// (after a patch step): upstream preempts one and breaks the PDB; budgetguard
+// refuses, and the preemptor is left as cluster-autoscaler scales up for:
+// Pending, Unschedulable, not nominated, with an event naming the budget.
+func TestScenarioAutoscalerScaleUp(t *testing.T) {
+	up := run(t, "autoscaler-scale-up.yaml", report.ModeUpstream)
+	if n := up.disruptions(audit.ComponentScheduler, "web-"); n != 1 {
+		t.Errorf("upstream: the scheduler disrupted %d web pods, want 1", n)
+	}
+	bg := run(t, "autoscaler-scale-up.yaml", report.ModeBudgetguard)
+	if len(bg.run.Pods) != 1 {
+		t.Fatalf("budgetguard: pods %+v, want checkout only", bg.run.Pods)
+	}
+	p := bg.run.Pods[0]
+	if p.Node != "" || p.NominatedNode != "" || !p.Unschedulable || !p.AutoscalerScaleUp || p.Blocked == 0 {
+		t.Errorf("budgetguard: checkout %+v, want Pending, not nominated, Unschedulable, blocked, and a scale-up", p)
+	}
+	if p.Event == nil || !strings.Contains(p.Event.Message, "pdb shop/web: 4 healthy, 4 desired, 0 disruptions allowed") {
+		t.Errorf("budgetguard: checkout's last event %+v, want one naming pdb shop/web and its numbers", p.Event)
+	}
+	for _, want := range []string{"shop/checkout Pending, not nominated, Unschedulable; cluster-autoscaler would scale up: yes"} {
+		if !strings.Contains(strings.Join(strings.Fields(bg.table), " "), want) {
+			t.Errorf("budgetguard: the report does not say %q:\n%s", want, bg.table)
+		}
 	}
 }
