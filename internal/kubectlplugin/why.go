@@ -14,7 +14,7 @@ import (
 // RefusalEventReasons are the event reasons budgetguard's preemption plugin
 // records on a preemptor it could not place because of a budget
 // (plugins/budgetpreemption: budgetpreemption.go and actuation.go).
-var RefusalEventReasons = []string{"PreemptionBlockedByBudget", "PreemptionEvictionFailed"}
+var RefusalEventReasons = []string{budget.EventPreemptionBlockedByBudget, budget.EventPreemptionEvictionFailed}
 
 // budgetName finds the budgets a plugin sentence names: every message of
 // budget.Denial starts with BudgetRef.String(), "pdb ns/name".

@@ -20,9 +20,10 @@ import (
 // section shows: the scheduler's failure, and budgetguard's and upstream's
 // preemption events.
 var schedulingEventReasons = map[string]bool{
-	"FailedScheduling":               true,
-	"PreemptionBlockedByBudget":      true,
-	"PreemptedExpendableUnderBudget": true,
+	"FailedScheduling":                         true,
+	budget.EventPreemptionBlockedByBudget:      true,
+	budget.EventPreemptionEvictionFailed:       true,
+	budget.EventPreemptedExpendableUnderBudget: true,
 }
 
 // podEvent is one event the scheduler emitted about a pod.
@@ -80,7 +81,7 @@ func podOutcome(pod *corev1.Pod, events []podEvent) report.Pod {
 		if ev.namespace != pod.Namespace || ev.name != pod.Name || !schedulingEventReasons[ev.reason] {
 			continue
 		}
-		if ev.reason == "PreemptionBlockedByBudget" {
+		if ev.reason == budget.EventPreemptionBlockedByBudget {
 			out.Blocked++
 			out.BlockedMessage = ev.note
 		}

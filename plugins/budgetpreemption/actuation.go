@@ -168,7 +168,7 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 				pl.refused.add(preemptorPod.UID, c.Name(), de.Pod, cr.err)
 			}
 			blockedTotal.WithLabelValues(reason).Inc()
-			pl.abort(preemptorPod, victim, "PreemptionBlockedByBudget", fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
+			pl.abort(preemptorPod, victim, budget.EventPreemptionBlockedByBudget, fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
 		})
 		return cr.err
 	}
@@ -209,7 +209,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		}
 		err = fmt.Errorf("victim %s on node %s was not disrupted: %w", klog.KObj(victim), c.Name(), err)
 		klog.FromContext(ctx).V(2).Info("The disruption of a victim could not be recorded in its PodUnavailableBudget", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "err", err)
-		pl.abort(preemptorPod, victim, "PreemptionBlockedByBudget", err.Error()+"; the preemptor will be retried")
+		pl.abort(preemptorPod, victim, budget.EventPreemptionBlockedByBudget, err.Error()+"; the preemptor will be retried")
 		return err
 	}
 	var err error
@@ -239,7 +239,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		pl.refused.add(preemptorPod.UID, c.Name(), victim, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
-	pl.abort(preemptorPod, victim, "PreemptionEvictionFailed", err.Error()+"; the preemptor will be retried")
+	pl.abort(preemptorPod, victim, budget.EventPreemptionEvictionFailed, err.Error()+"; the preemptor will be retried")
 	return err
 }
 

@@ -211,7 +211,7 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		if blocked := rec.summary(); blocked != nil {
 			blockedTotal.WithLabelValues(string(blocked.reason)).Inc()
 			note := fmt.Sprintf("preemption blocked by disruption budgets on %d node(s): %s", blocked.nodes, blocked.message)
-			pl.fh.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, "PreemptionBlockedByBudget", "Preempting", note)
+			pl.fh.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", note)
 			klog.FromContext(ctx).V(2).Info("Preemption blocked by disruption budgets", "pod", klog.KObj(pod), "reason", blocked.reason, "message", blocked.message)
 			msg = strings.TrimSpace(msg + "; " + note)
 		}

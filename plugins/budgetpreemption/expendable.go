@@ -16,7 +16,7 @@ import (
 // reasonExpendableUnderBudget is the reason of the event on a preemptor whose
 // victims include pods below expendablePodsPriorityCutoff that a budget
 // covers.
-const reasonExpendableUnderBudget = "PreemptedExpendableUnderBudget"
+const reasonExpendableUnderBudget = budget.EventPreemptedExpendableUnderBudget
 
 // expendableKey holds the expendableRecorder in the cycle state.
 const expendableKey fwk.StateKey = Name + "/expendable"
