@@ -116,6 +116,7 @@ func TestEveryExampleScenarioIsTested(t *testing.T) {
 		"pub-protected.yaml":          true,
 		"autoscaler-annotations.yaml": true,
 		"autoscaler-scale-up.yaml":    true,
+		"deschedule-twice-pub.yaml":   true,
 	}
 	entries, err := os.ReadDir(filepath.Join("..", "..", "examples", "scenarios"))
 	if err != nil {
@@ -206,6 +207,22 @@ func TestScenarioPUBProtected(t *testing.T) {
 	}
 	if b, ok := bg.budget("PodUnavailableBudget", "shop", "cart"); !ok || !b.Met || b.LowestHealthy < b.Desired {
 		t.Errorf("budgetguard: PUB shop/cart summary %+v (found %v), want met and never below desired", b, ok)
+	}
+}
+
+// Two deschedule steps, the descheduler built anew for each on the same
+// client: the eviction gate decides on the second step's cache, so the PUB
+// created between the steps holds (1 eviction). Bound to the first step's
+// stopped cache, the gate let all 3 through and the PUB broke, as upstream's
+// does. Only the budgetguard run: upstream's is the reference of
+// pub-protected.yaml.
+func TestScenarioDescheduleTwicePUB(t *testing.T) {
+	bg := run(t, "deschedule-twice-pub.yaml", report.ModeBudgetguard)
+	if n := bg.disruptions(audit.ComponentDescheduler, "cart-"); n != 1 {
+		t.Errorf("budgetguard: the descheduler evicted %d cart pods, want 1", n)
+	}
+	if v := bg.violations(); len(v) != 0 {
+		t.Errorf("budgetguard: violations %v, want none", v)
 	}
 }
 
