@@ -41,13 +41,16 @@ test-integration:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...
 
-# Regenerate manifests/crds from kruise-api's Go types.
+# Regenerate manifests/crds from kruise-api's Go types, and render the rest of
+# manifests/ from charts/budgetguard, its one source.
 manifests:
 	hack/update-crds.sh
+	hack/update-manifests.sh
 
 verify:
 	hack/verify-gofmt.sh
 	hack/verify-gomod.sh
 	hack/verify-crds.sh
+	hack/verify-manifests.sh
 	$(GO) vet ./...
 	$(TOOLS) golangci-lint run --allow-serial-runners ./...
