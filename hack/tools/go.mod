@@ -10,6 +10,7 @@ tool (
 )
 
 require (
+	github.com/google/go-containerregistry v0.22.1
 	helm.sh/helm/v3 v3.22.0
 	sigs.k8s.io/yaml v1.6.0
 )
