@@ -131,6 +131,11 @@ type ControlPlane struct {
 	// kubelet, started and synced. Informers requested from it later only
 	// run after another call to Informers.Start.
 	Informers informers.SharedInformerFactory
+	// ServingCAData verifies kube-apiserver's serving certificate for
+	// Config.Host without Config's TLS server name: put it in kubeconfigs
+	// for other processes, with credentials of their own. (Config's CA
+	// verifies only the loopback certificate, which it asks for by name.)
+	ServingCAData []byte
 	// EtcdURL is the client URL of the embedded etcd.
 	EtcdURL string
 	// StartDuration is how long Start took.
@@ -214,6 +219,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	apiReady := time.Now()
+	cp.ServingCAData = cp.api.servingCA
 	if err := cp.newClients(cp.api.config); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
+	"github.com/budgetguard/budgetguard/manifests"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -100,10 +102,15 @@ func up(ctx context.Context, f upFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeKubeconfig(cp.Config, path); err != nil {
+	if err := writeKubeconfig(cp.Config, cp.ServingCAData, path); err != nil {
 		return err
 	}
 	defer func() { _ = os.Remove(path) }()
+	schedulerConfig := path + ".scheduler-config.yaml"
+	if err := writeSchedulerConfig(schedulerConfig, path); err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(schedulerConfig) }()
 
 	fmt.Fprintf(stdout, `The sandbox control plane is up (started in %s): kube-apiserver at %s, %d node(s).
 Kubeconfig (admin): %s
@@ -113,14 +120,16 @@ Kubeconfig (admin): %s
 
 Run budgetguard against it (make build first), each in its own terminal:
 
-  bin/scheduler --config manifests/scheduler/scheduler-config.yaml --kubeconfig %[4]s \
+  bin/scheduler --config %[5]s \
     --authentication-kubeconfig %[4]s --authorization-kubeconfig %[4]s
   bin/descheduler --policy-config-file manifests/descheduler/policy.yaml --kubeconfig %[4]s \
     --descheduling-interval 1m
 
+%[5]s is manifests/scheduler/scheduler-config.yaml with
+clientConnection.kubeconfig set: with --config, kube-scheduler ignores --kubeconfig.
 Pods that set schedulerName: budgetguard-scheduler are scheduled by it; no other
 scheduler runs here. Press Ctrl-C to stop; nothing is kept.
-`, cp.StartDuration.Round(100*time.Millisecond), cp.Config.Host, f.nodes, path)
+`, cp.StartDuration.Round(100*time.Millisecond), cp.Config.Host, f.nodes, path, schedulerConfig)
 
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "stopping the control plane…")
@@ -130,18 +139,16 @@ scheduler runs here. Press Ctrl-C to stop; nothing is kept.
 	return nil
 }
 
-// writeKubeconfig writes a kubeconfig for cfg, with its credentials inline,
-// to path (mode 0600).
-func writeKubeconfig(cfg *rest.Config, path string) error {
+// writeKubeconfig writes a kubeconfig for cfg's host and credentials, inline,
+// that verifies the server with servingCA, to path (mode 0600). Not cfg's
+// own CA and server name: they verify the loopback certificate only, and a
+// client given --master (the descheduler) drops the server name.
+func writeKubeconfig(cfg *rest.Config, servingCA []byte, path string) error {
 	const name = "budgetguard-sandbox"
 	kc := clientcmdapi.NewConfig()
 	cluster := clientcmdapi.NewCluster()
 	cluster.Server = cfg.Host
-	cluster.CertificateAuthorityData = cfg.CAData
-	cluster.CertificateAuthority = cfg.CAFile
-	cluster.InsecureSkipTLSVerify = cfg.Insecure
-	// kube-apiserver's loopback certificate is for this name, not for 127.0.0.1.
-	cluster.TLSServerName = cfg.ServerName
+	cluster.CertificateAuthorityData = servingCA
 	kc.Clusters[name] = cluster
 	user := clientcmdapi.NewAuthInfo()
 	user.Token = cfg.BearerToken
@@ -157,6 +164,26 @@ func writeKubeconfig(cfg *rest.Config, path string) error {
 	kc.CurrentContext = name
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeSchedulerConfig writes the shipped KubeSchedulerConfiguration with
+// clientConnection.kubeconfig set to kubeconfig to path: with --config,
+// kube-scheduler ignores its --kubeconfig flag.
+func writeSchedulerConfig(path, kubeconfig string) error {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
+		return fmt.Errorf("decode the shipped scheduler configuration: %w", err)
+	}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	header := "# manifests/scheduler/scheduler-config.yaml for `sandbox up`, with its kubeconfig.\n"
+	if err := os.WriteFile(path, append([]byte(header), data...), 0o600); err != nil {
+		return fmt.Errorf("write scheduler configuration %s: %w", path, err)
 	}
 	return nil
 }

@@ -58,18 +58,24 @@ func TestUp(t *testing.T) {
 	if len(nodes.Items) != 2 {
 		t.Errorf("%d nodes, want 2", len(nodes.Items))
 	}
+	schedulerConfig, err := os.ReadFile(path + ".scheduler-config.yaml")
+	if err != nil || !strings.Contains(string(schedulerConfig), "kubeconfig: "+path) || !strings.Contains(string(schedulerConfig), "BudgetAwarePreemption") {
+		t.Errorf("the scheduler configuration up wrote: %v\n%s", err, schedulerConfig)
+	}
 
 	stop()
 	if code := <-done; code != exitOK {
 		t.Errorf("exit code %d after Ctrl-C, want 0; stderr:\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"kubectl --kubeconfig " + path, "bin/scheduler --config manifests/scheduler/scheduler-config.yaml", "bin/descheduler --policy-config-file"} {
+	for _, want := range []string{"kubectl --kubeconfig " + path, "bin/scheduler --config " + path + ".scheduler-config.yaml", "bin/descheduler --policy-config-file"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("up's instructions do not mention %q:\n%s", want, stdout.String())
 		}
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("the kubeconfig is still there after up stopped: %v", err)
+	for _, f := range []string{path, path + ".scheduler-config.yaml"} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after up stopped: %v", f, err)
+		}
 	}
 }
 
