@@ -12,9 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/budgetguard/budgetguard/manifests"
@@ -102,7 +99,10 @@ func up(ctx context.Context, f upFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeKubeconfig(cp.Config, cp.ServingCAData, path); err != nil {
+	// Not Config's own CA and server name: they verify the loopback
+	// certificate only, and a client given --master (the descheduler)
+	// drops the server name.
+	if err := cp.WriteKubeconfig(path, "admin", cp.Config.BearerToken); err != nil {
 		return err
 	}
 	defer func() { _ = os.Remove(path) }()
@@ -135,35 +135,6 @@ scheduler runs here. Press Ctrl-C to stop; nothing is kept.
 	fmt.Fprintln(stderr, "stopping the control plane…")
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
-	}
-	return nil
-}
-
-// writeKubeconfig writes a kubeconfig for cfg's host and credentials, inline,
-// that verifies the server with servingCA, to path (mode 0600). Not cfg's
-// own CA and server name: they verify the loopback certificate only, and a
-// client given --master (the descheduler) drops the server name.
-func writeKubeconfig(cfg *rest.Config, servingCA []byte, path string) error {
-	const name = "budgetguard-sandbox"
-	kc := clientcmdapi.NewConfig()
-	cluster := clientcmdapi.NewCluster()
-	cluster.Server = cfg.Host
-	cluster.CertificateAuthorityData = servingCA
-	kc.Clusters[name] = cluster
-	user := clientcmdapi.NewAuthInfo()
-	user.Token = cfg.BearerToken
-	user.ClientCertificateData = cfg.CertData
-	user.ClientKeyData = cfg.KeyData
-	user.ClientCertificate = cfg.CertFile
-	user.ClientKey = cfg.KeyFile
-	kc.AuthInfos[name] = user
-	kcContext := clientcmdapi.NewContext()
-	kcContext.Cluster = name
-	kcContext.AuthInfo = name
-	kc.Contexts[name] = kcContext
-	kc.CurrentContext = name
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	return nil
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -54,6 +56,10 @@ func TestUp(t *testing.T) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list nodes with the kubeconfig: %v", err)
+	}
+	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || !slices.Contains(review.Status.UserInfo.Groups, "system:masters") {
+		t.Errorf("the kubeconfig's user is not an admin: %v %+v", err, review)
 	}
 	if len(nodes.Items) != 2 {
 		t.Errorf("%d nodes, want 2", len(nodes.Items))

@@ -154,8 +154,15 @@ func showcasePreemption(t *testing.T, env *testenv.Env) {
 	})
 
 	high := env.PriorityClass(t, preemptNS, 1000)
-	preemptor := env.CreatePod(t, preemptNS, testobj.MakePod().Name("urgent").SchedulerName(schedulerName).
-		PriorityClass(high).Container("urgent", "2").OnNodes(node))
+	// The Priority admission plugin reads PriorityClasses from an informer:
+	// a new one may not be there yet.
+	var preemptor *corev1.Pod
+	testenv.WaitFor(t, testenv.DefaultWait, "the preemptor created", func(ctx context.Context) (bool, error) {
+		var err error
+		preemptor, err = env.Client.CoreV1().Pods(preemptNS).Create(ctx, testobj.MakePod().Name("urgent").SchedulerName(schedulerName).
+			PriorityClass(high).Container("urgent", "2").OnNodes(node).Obj(), metav1.CreateOptions{})
+		return err == nil, err
+	})
 	want := fmt.Sprintf("pdb %s/web", preemptNS)
 	testenv.WaitFor(t, time.Minute, "a PreemptionBlockedByBudget event on the preemptor naming "+want, func(ctx context.Context) (bool, error) {
 		evs, err := env.Client.EventsV1().Events(preemptNS).List(ctx, metav1.ListOptions{})

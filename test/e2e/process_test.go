@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/budgetguard/budgetguard/internal/testenv"
@@ -53,20 +52,8 @@ func serviceAccountKubeconfig(t *testing.T, cp *sandbox.ControlPlane, namespace,
 	if err != nil {
 		t.Fatalf("TokenRequest for %s/%s: %v", namespace, name, err)
 	}
-	kc := clientcmdapi.NewConfig()
-	cluster := clientcmdapi.NewCluster()
-	cluster.Server = cp.Config.Host
-	cluster.CertificateAuthorityData = cp.ServingCAData
-	kc.Clusters["sandbox"] = cluster
-	user := clientcmdapi.NewAuthInfo()
-	user.Token = tr.Status.Token
-	kc.AuthInfos[name] = user
-	c := clientcmdapi.NewContext()
-	c.Cluster, c.AuthInfo = "sandbox", name
-	kc.Contexts[name] = c
-	kc.CurrentContext = name
 	path := filepath.Join(dir, name+".kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+	if err := cp.WriteKubeconfig(path, name, tr.Status.Token); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
