@@ -64,8 +64,8 @@ func renderChart(t *testing.T, namespace string, set ...string) []*unstructured.
 }
 
 // applyAll applies every object with server-side apply and strict field
-// validation (no dry run): each must be accepted as it stands.
-func applyAll(t *testing.T, cp *sandbox.ControlPlane, objs []*unstructured.Unstructured) {
+// validation, for real or as a dry run: each must be accepted as it stands.
+func applyAll(t *testing.T, cp *sandbox.ControlPlane, objs []*unstructured.Unstructured, dryRun bool) {
 	t.Helper()
 	ctx := testenv.Context(t)
 	for _, obj := range objs {
@@ -84,11 +84,15 @@ func applyAll(t *testing.T, cp *sandbox.ControlPlane, objs []*unstructured.Unstr
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = cp.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+		opts := metav1.PatchOptions{
 			FieldManager:    "budgetguard-e2e",
 			FieldValidation: metav1.FieldValidationStrict,
 			Force:           ptr.To(true),
-		})
+		}
+		if dryRun {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		_, err = cp.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts)
 		if err != nil {
 			t.Errorf("%s: server-side apply refused: %v", id, err)
 		}

@@ -64,7 +64,10 @@ func TestShippedArtifacts(t *testing.T) {
 	// descheduling interval, so that the test need not wait 5 minutes.
 	ensureNamespace(t, cp.Client, releaseNS)
 	objs := renderChart(t, releaseNS, "descheduler.deschedulingInterval=2s")
-	applyAll(t, cp, objs)
+	applyAll(t, cp, objs, false)
+	// The descheduler as a CronJob, and without PUB rules: accepted too
+	// (a dry run; the processes below run the Deployment's command line).
+	applyAll(t, cp, renderChart(t, releaseNS, "descheduler.kind=CronJob", "podUnavailableBudgets.enabled=false"), true)
 	if t.Failed() {
 		t.FailNow()
 	}
