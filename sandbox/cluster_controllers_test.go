@@ -9,9 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testenv"
 )
 
 // TestClusterControllers checks what the StatefulSet, garbage-collector and
@@ -47,7 +48,7 @@ func TestClusterControllers(t *testing.T) {
 	if _, err := client.AppsV1().StatefulSets(ns.Name).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the StatefulSet's 3 pods", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, time.Minute, "the StatefulSet's 3 pods", func(ctx context.Context) (bool, error) {
 		pods, err := client.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 3, err
 	})
@@ -66,7 +67,7 @@ func TestClusterControllers(t *testing.T) {
 	if err := client.CoreV1().ConfigMaps(ns.Name).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the garbage collector to delete the dependent ConfigMap", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, time.Minute, "the garbage collector to delete the dependent ConfigMap", func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().ConfigMaps(ns.Name).Get(ctx, dependent.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -74,22 +75,8 @@ func TestClusterControllers(t *testing.T) {
 	if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the namespace to be deleted", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, time.Minute, "the namespace to be deleted", func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-}
-
-// waitFor polls cond every 100ms for up to a minute.
-func waitFor(ctx context.Context, t *testing.T, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
 }

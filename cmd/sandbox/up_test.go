@@ -19,8 +19,9 @@ import (
 )
 
 // TestUp runs `sandbox up` in this process, uses the kubeconfig it writes as
-// kubectl would (through clientcmd, so the loopback certificate's server
-// name must be right), and stops it as Ctrl-C does: exit 0, kubeconfig gone.
+// kubectl would (through clientcmd: the CA must verify kube-apiserver's
+// serving certificate, and the user must be an admin), checks the scheduler
+// configuration it writes, and stops it as Ctrl-C does: exit 0, files gone.
 func TestUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
