@@ -111,7 +111,7 @@ func buildImage(o options, name, osName, arch string) (v1.Image, error) {
 		{path: "etc/", mode: 0o755 | fs.ModeDir},
 		{path: "etc/group", mode: 0o644, data: fmt.Appendf(nil, "root:x:0:\n%s:x:%d:\n", userName, uid)},
 		{path: "etc/passwd", mode: 0o644, data: fmt.Appendf(nil, "root:x:0:0:root:/root:/sbin/nologin\n%s:x:%d:%d:%s:/home/%s:/sbin/nologin\n", userName, uid, uid, userName, userName)},
-		{path: "tmp/", mode: 0o1777 | fs.ModeDir},
+		{path: "tmp/", mode: 0o777 | fs.ModeDir | fs.ModeSticky},
 		{path: name, mode: 0o755, data: binary},
 	}, mtime)
 	if err != nil {

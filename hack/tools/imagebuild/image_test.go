@@ -199,6 +199,9 @@ func checkArchive(t *testing.T, archive, name, version, revision string) {
 		if _, ok := img.files["/etc/passwd"]; !ok {
 			t.Errorf("%s: no /etc/passwd", where)
 		}
+		if tmp, ok := img.files["/tmp"]; !ok || tmp.Mode&0o1777 != 0o1777 {
+			t.Errorf("%s: /tmp is not a world-writable sticky directory: %+v", where, tmp)
+		}
 		bin, err := elf.NewFile(bytes.NewReader(img.binary))
 		if err != nil {
 			t.Errorf("%s: /%s is not an ELF binary: %v", where, name, err)
