@@ -11,7 +11,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$(VERSION)
 
-.PHONY: all build demo test test-unit test-integration bench manifests verify
+.PHONY: all build demo images test test-unit test-integration bench manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -28,6 +28,11 @@ demo:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sandbox ./cmd/sandbox
 	bin/sandbox run --compare examples/scenarios/preemption-under-pdb.yaml
 
+# OCI image archives of the scheduler and the descheduler (linux/amd64 and
+# linux/arm64, reproducible, no daemon, no base image) in _output/images.
+images:
+	VERSION=$(VERSION) hack/build-images.sh
+
 test: test-unit test-integration
 
 # Everything outside ./test/; ./plugins/... with -race.
@@ -41,13 +46,16 @@ test-integration:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...
 
-# Regenerate manifests/crds from kruise-api's Go types.
+# Regenerate manifests/crds from kruise-api's Go types, and render the rest of
+# manifests/ from charts/budgetguard, its one source.
 manifests:
 	hack/update-crds.sh
+	hack/update-manifests.sh
 
 verify:
 	hack/verify-gofmt.sh
 	hack/verify-gomod.sh
 	hack/verify-crds.sh
+	hack/verify-manifests.sh
 	$(GO) vet ./...
 	$(TOOLS) golangci-lint run --allow-serial-runners ./...

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/rest"
@@ -24,6 +26,10 @@ var apiServerFlags = []string{
 type apiServer struct {
 	config   *rest.Config
 	tearDown func()
+	// servingCA verifies kube-apiserver's serving certificate for
+	// 127.0.0.1 (config verifies the loopback certificate only, which it
+	// asks for by server name).
+	servingCA []byte
 }
 
 // startAPIServer starts kube-apiserver against the etcd at etcdURL and waits
@@ -51,5 +57,12 @@ func startAPIServer(ctx context.Context, h *harness, etcdURL string, extraFlags 
 		return nil, fmt.Errorf("start kube-apiserver: %w", err)
 	}
 	klog.FromContext(ctx).V(4).Info("kube-apiserver is serving", "host", server.ClientConfig.Host)
-	return &apiServer{config: server.ClientConfig, tearDown: server.TearDownFn}, nil
+	// StartTestServer writes the serving certificate, with the CA that
+	// signed it, to <TmpDir>/apiserver.crt.
+	servingCA, err := os.ReadFile(filepath.Join(server.TmpDir, "apiserver.crt"))
+	if err != nil {
+		server.TearDownFn()
+		return nil, fmt.Errorf("read kube-apiserver's serving certificate: %w", err)
+	}
+	return &apiServer{config: server.ClientConfig, tearDown: server.TearDownFn, servingCA: servingCA}, nil
 }

@@ -79,6 +79,13 @@ type Options struct {
 	// containers. Default: 2s.
 	CrashLoopInterval time.Duration
 
+	// GarbageCollector runs kube-controller-manager's garbage collector, so
+	// that objects whose owners are gone are deleted, as in a cluster.
+	// DefaultOptions leaves it off: tests create pods whose owner does not
+	// exist on purpose (to make a PDB's status stale), and the collector
+	// would delete them. `sandbox up` turns it on.
+	GarbageCollector bool
+
 	// APIServerFlags are added to kube-apiserver's command line, after
 	// --endpoint-reconciler-type=none and
 	// --disable-admission-plugins=ServiceAccount.
@@ -124,6 +131,11 @@ type ControlPlane struct {
 	// kubelet, started and synced. Informers requested from it later only
 	// run after another call to Informers.Start.
 	Informers informers.SharedInformerFactory
+	// ServingCAData verifies kube-apiserver's serving certificate for
+	// Config.Host without Config's TLS server name: put it in kubeconfigs
+	// for other processes, with credentials of their own. (Config's CA
+	// verifies only the loopback certificate, which it asks for by name.)
+	ServingCAData []byte
 	// EtcdURL is the client URL of the embedded etcd.
 	EtcdURL string
 	// StartDuration is how long Start took.
@@ -134,6 +146,7 @@ type ControlPlane struct {
 	etcd    *etcdServer
 	api     *apiServer
 	harness *harness
+	cluster *clusterControllers
 	logs    logSetup
 	cancel  context.CancelFunc // stops the controllers and the kubelet
 	// apiCancel cancels kube-apiserver's parent context; tearDown stops it.
@@ -153,8 +166,9 @@ var (
 	running   bool
 )
 
-// Start starts embedded etcd, kube-apiserver, the disruption, ReplicaSet and
-// Deployment controllers and the simulated kubelet, and installs the
+// Start starts embedded etcd, kube-apiserver, the disruption, ReplicaSet,
+// Deployment, StatefulSet, garbage-collector and namespace controllers and the
+// simulated kubelet, and installs the
 // PodUnavailableBudget CRD and simulates PUB status if opts ask for it. It
 // returns once all of them serve (the PUB status simulation syncs its cache
 // in the background), or stops what it started and returns an error.
@@ -205,6 +219,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	apiReady := time.Now()
+	cp.ServingCAData = cp.api.servingCA
 	if err := cp.newClients(cp.api.config); err != nil {
 		return nil, err
 	}
@@ -228,6 +243,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := startControllers(componentCtx, kubeletCtx, &cp.wg, cp.Config, cp.Informers, cp.RESTMapper, opts); err != nil {
 		return nil, err
 	}
+	if cp.cluster, err = startClusterControllers(componentCtx, &cp.wg, cp.Config, cp.Informers, cp.RESTMapper, opts.GarbageCollector); err != nil {
+		return nil, err
+	}
 	if opts.SimulatePUBStatus && !opts.InstallPUBCRD {
 		cp.logger.Info("Not simulating PodUnavailableBudget status: Options.SimulatePUBStatus needs Options.InstallPUBCRD")
 	} else if opts.SimulatePUBStatus {
@@ -237,6 +255,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		}
 	}
 	cp.Informers.Start(runCtx.Done())
+	cp.cluster.started(runCtx.Done())
 	if err := waitForCacheSync(logCtx, cp.Informers, time.Minute); err != nil {
 		return nil, err
 	}
@@ -298,6 +317,9 @@ func (cp *ControlPlane) stop() error {
 	cp.wg.Wait()
 	if cp.Informers != nil {
 		cp.Informers.Shutdown()
+	}
+	if cp.cluster != nil {
+		cp.cluster.shutdown()
 	}
 	if cp.api != nil && cp.api.tearDown != nil {
 		cp.api.tearDown()

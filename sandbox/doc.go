@@ -1,6 +1,7 @@
 // Package sandbox runs a small but real Kubernetes control plane inside the
-// current process: embedded etcd, kube-apiserver, the disruption, ReplicaSet
-// and Deployment controllers, and a simulated kubelet. budgetguard's
+// current process: embedded etcd, kube-apiserver, the disruption, ReplicaSet,
+// Deployment, StatefulSet and namespace controllers (and, with
+// Options.GarbageCollector, the garbage collector), and a simulated kubelet. budgetguard's
 // integration tests and the cmd/sandbox binary use it to exercise disruption
 // budgets against the real apiserver and controllers, without a cluster.
 //

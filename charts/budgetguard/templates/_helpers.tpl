@@ -1,0 +1,113 @@
+{{/* The chart's name. */}}
+{{- define "budgetguard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The prefix of every object's name: the release name, plus the chart's name
+unless the release name contains it. Truncated so that the component suffixes
+still fit in 63 characters.
+*/}}
+{{- define "budgetguard.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "budgetguard.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "budgetguard.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels of every object; pass a dict with "ctx" (the root) and "component". */}}
+{{- define "budgetguard.labels" -}}
+{{ include "budgetguard.selectorLabels" . }}
+helm.sh/chart: {{ include "budgetguard.chart" .ctx }}
+{{- if .ctx.Chart.AppVersion }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+{{- end }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+{{- with .ctx.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels; pass a dict with "ctx" and "component". */}}
+{{- define "budgetguard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "budgetguard.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "budgetguard.scheduler.fullname" -}}
+{{- printf "%s-scheduler" (include "budgetguard.fullname" .) -}}
+{{- end -}}
+
+{{- define "budgetguard.descheduler.fullname" -}}
+{{- printf "%s-descheduler" (include "budgetguard.fullname" .) -}}
+{{- end -}}
+
+{{- define "budgetguard.scheduler.serviceAccountName" -}}
+{{- default (include "budgetguard.scheduler.fullname" .) .Values.scheduler.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "budgetguard.descheduler.serviceAccountName" -}}
+{{- default (include "budgetguard.descheduler.fullname" .) .Values.descheduler.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "budgetguard.scheduler.leaseName" -}}
+{{- default (include "budgetguard.scheduler.fullname" .) .Values.scheduler.leaderElection.resourceName -}}
+{{- end -}}
+
+{{- define "budgetguard.descheduler.leaseName" -}}
+{{- default (include "budgetguard.descheduler.fullname" .) .Values.descheduler.leaderElection.resourceName -}}
+{{- end -}}
+
+{{/* An image reference; pass the component's image values and the root. */}}
+{{- define "budgetguard.image" -}}
+{{- printf "%s:%s" .image.repository (default (printf "v%s" .ctx.Chart.AppVersion) .image.tag) -}}
+{{- end -}}
+
+{{/* Whether the descheduler runs under leader election (a Deployment only). */}}
+{{- define "budgetguard.descheduler.leaderElect" -}}
+{{- if and (eq .Values.descheduler.kind "Deployment") .Values.descheduler.leaderElection.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* The KubeSchedulerConfiguration. */}}
+{{- define "budgetguard.scheduler.config" -}}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: {{ .Values.scheduler.leaderElection.enabled }}
+  resourceNamespace: {{ include "budgetguard.namespace" . }}
+  resourceName: {{ include "budgetguard.scheduler.leaseName" . }}
+profiles:
+- schedulerName: {{ .Values.scheduler.schedulerName }}
+  plugins:
+    postFilter:
+      enabled:
+      - name: BudgetAwarePreemption
+      disabled:
+      - name: DefaultPreemption
+  pluginConfig:
+  - name: BudgetAwarePreemption
+    args:
+      {{- toYaml .Values.scheduler.pluginArgs | nindent 6 }}
+{{- end -}}
+
+{{/* The DeschedulerPolicy. */}}
+{{- define "budgetguard.descheduler.policy" -}}
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+{{ toYaml .Values.descheduler.deschedulerPolicy }}
+{{- end -}}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/budgetguard/budgetguard/manifests"
+	"github.com/budgetguard/budgetguard/sandbox"
+)
+
+// upFlags are the flags of `sandbox up`.
+type upFlags struct {
+	kubeconfig     string
+	nodes          int
+	verbose        bool
+	apiServerFlags []string
+}
+
+func newUpCommand(stdout, stderr io.Writer) *cobra.Command {
+	var f upFlags
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a control plane, write a kubeconfig for it, and keep it running until Ctrl-C",
+		Long: `up starts the sandbox's control plane (embedded etcd, kube-apiserver, the
+disruption, ReplicaSet, Deployment, StatefulSet, namespace and
+garbage-collector controllers, a simulated kubelet, the PodUnavailableBudget
+CRD with a stand-in for OpenKruise's status controller) and keeps it running,
+so that kubectl, bin/scheduler and bin/descheduler can be pointed at it.
+It creates --nodes Nodes, which the simulated kubelet makes Ready (4 CPUs,
+16Gi, 110 pods each), and writes an admin kubeconfig to --kubeconfig.
+
+No scheduler and no descheduler run inside: start bin/scheduler and
+bin/descheduler against the kubeconfig, as up prints. Ctrl-C (or SIGTERM)
+stops everything, removes the kubeconfig and exits 0. Nothing is kept: the
+next up starts empty.`,
+		Example: `  sandbox up --kubeconfig /tmp/sandbox.kubeconfig
+  # with kube-apiserver's audit log
+  sandbox up --apiserver-flag=--audit-policy-file=policy.yaml --apiserver-flag=--audit-log-path=audit.log`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usageError{fmt.Errorf("up takes no arguments; got %d", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return up(cmd.Context(), f, stdout, stderr)
+		},
+	}
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", filepath.Join(os.TempDir(), "budgetguard-sandbox.kubeconfig"), "where to write the kubeconfig")
+	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "how many Nodes to create (sandbox-node-1, ...)")
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "show the logs of etcd, kube-apiserver and the controllers on stderr")
+	cmd.Flags().StringArrayVar(&f.apiServerFlags, "apiserver-flag", nil, "an extra kube-apiserver flag, e.g. --apiserver-flag=--audit-log-path=audit.log (repeatable)")
+	return cmd
+}
+
+// up runs the control plane until ctx is cancelled.
+func up(ctx context.Context, f upFlags, stdout, stderr io.Writer) error {
+	if f.nodes < 0 {
+		return usageError{fmt.Errorf("--nodes is %d; want 0 or more", f.nodes)}
+	}
+	if !f.verbose {
+		ctx = quietLogging(ctx, stderr)
+	}
+	opts := sandbox.DefaultOptions()
+	opts.Verbose = f.verbose
+	opts.SimulatePUBStatus = true
+	opts.GarbageCollector = true
+	opts.APIServerFlags = f.apiServerFlags
+	fmt.Fprintln(stderr, "starting the control plane…")
+	cp, err := sandbox.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := cp.Stop(); stopErr != nil {
+			fmt.Fprintf(stderr, "sandbox: stopping the control plane: %v\n", stopErr)
+		}
+	}()
+	for i := 1; i <= f.nodes; i++ {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name:   fmt.Sprintf("sandbox-node-%d", i),
+			Labels: map[string]string{corev1.LabelHostname: fmt.Sprintf("sandbox-node-%d", i)},
+		}}
+		if _, err := cp.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create node %s: %w", node.Name, err)
+		}
+	}
+	path, err := filepath.Abs(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	// Not Config's own CA and server name: they verify the loopback
+	// certificate only, and a client given --master (the descheduler)
+	// drops the server name.
+	if err := cp.WriteKubeconfig(path, "admin", cp.Config.BearerToken); err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(path) }()
+	schedulerConfig := path + ".scheduler-config.yaml"
+	if err := writeSchedulerConfig(schedulerConfig, path); err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(schedulerConfig) }()
+
+	fmt.Fprintf(stdout, `The sandbox control plane is up (started in %s): kube-apiserver at %s, %d node(s).
+Kubeconfig (admin): %s
+
+  kubectl --kubeconfig %[4]s get nodes
+  export KUBECONFIG=%[4]s
+
+Run budgetguard against it (make build first), each in its own terminal:
+
+  bin/scheduler --config %[5]s \
+    --authentication-kubeconfig %[4]s --authorization-kubeconfig %[4]s
+  bin/descheduler --policy-config-file manifests/descheduler/policy.yaml --kubeconfig %[4]s \
+    --descheduling-interval 1m
+
+%[5]s is manifests/scheduler/scheduler-config.yaml with
+clientConnection.kubeconfig set: with --config, kube-scheduler ignores --kubeconfig.
+Pods that set schedulerName: budgetguard-scheduler are scheduled by it; no other
+scheduler runs here. Press Ctrl-C to stop; nothing is kept.
+`, cp.StartDuration.Round(100*time.Millisecond), cp.Config.Host, f.nodes, path, schedulerConfig)
+
+	<-ctx.Done()
+	fmt.Fprintln(stderr, "stopping the control plane…")
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// writeSchedulerConfig writes the shipped KubeSchedulerConfiguration with
+// clientConnection.kubeconfig set to kubeconfig to path: with --config,
+// kube-scheduler ignores its --kubeconfig flag.
+func writeSchedulerConfig(path, kubeconfig string) error {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
+		return fmt.Errorf("decode the shipped scheduler configuration: %w", err)
+	}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	header := "# manifests/scheduler/scheduler-config.yaml for `sandbox up`, with its kubeconfig.\n"
+	if err := os.WriteFile(path, append([]byte(header), data...), 0o600); err != nil {
+		return fmt.Errorf("write scheduler configuration %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Renders charts/budgetguard into manifests/ (or into the directory given as
+# $1): the chart is the one source of the shipped objects. The
+# kustomization.yaml files of manifests/ are not rendered; they stay as they
+# are.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO="${GO:-go}"
+out="$(realpath -m "${1:-manifests}")"
+chart="$(realpath charts/budgetguard)"
+
+mkdir -p "$out"
+(cd hack/tools && "$GO" run ./rendermanifests "$chart" "$out")

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Lints charts/budgetguard, renders it in both descheduler modes, and fails
+# when manifests/ differs from what hack/update-manifests.sh renders now.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO="${GO:-go}"
+helm=("$GO" tool -modfile=hack/tools/go.mod helm)
+
+"${helm[@]}" lint --strict --kube-version 1.36.3 charts/budgetguard
+for kind in Deployment CronJob; do
+	for monitor in false true; do
+		"${helm[@]}" template budgetguard charts/budgetguard --namespace budgetguard --kube-version 1.36.3 \
+			--set descheduler.kind="$kind" --set serviceMonitor.enabled="$monitor" >/dev/null
+	done
+done
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+hack/update-manifests.sh "$tmp/rendered"
+status=0
+for f in $(cd "$tmp/rendered" && find . -type f | sort); do
+	if ! diff -u "manifests/$f" "$tmp/rendered/$f"; then
+		status=1
+	fi
+done
+if [ "$status" != 0 ]; then
+	echo "manifests/ is stale: run 'make manifests' and commit the result." >&2
+	exit 1
+fi

@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/testenv"
+	"github.com/budgetguard/budgetguard/sandbox"
+)
+
+// buildBinaries builds bin/scheduler and bin/descheduler into dir, as make
+// build does (without -trimpath).
+func buildBinaries(t *testing.T, dir string) {
+	t.Helper()
+	began := time.Now()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/scheduler", "./cmd/descheduler")
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Logf("built scheduler and descheduler in %s", time.Since(began).Round(time.Second))
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
+// ServiceAccount namespace/name with a token from the TokenRequest API, and
+// returns its path and a rest.Config for the same identity.
+func serviceAccountKubeconfig(t *testing.T, cp *sandbox.ControlPlane, namespace, name, dir string) (string, *rest.Config) {
+	t.Helper()
+	tr, err := cp.Client.CoreV1().ServiceAccounts(namespace).CreateToken(testenv.Context(t), name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", namespace, name, err)
+	}
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := cp.WriteKubeconfig(path, name, tr.Status.Token); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, cfg
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// component is a budgetguard binary running as its own process.
+type component struct {
+	name string
+	port int
+	cmd  *exec.Cmd
+	log  string
+}
+
+// podSpecOf returns the pod spec of a rendered Deployment or CronJob.
+func podSpecOf(t *testing.T, workload *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	path := []string{"spec", "template", "spec"}
+	if workload.GetKind() == "CronJob" {
+		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	}
+	spec, ok, err := unstructured.NestedMap(workload.Object, path...)
+	if !ok || err != nil {
+		t.Fatalf("%s %s has no pod spec: %v", workload.GetKind(), workload.GetName(), err)
+	}
+	return spec
+}
+
+// startComponent runs binary with the command line of the rendered
+// workload's one container: its config mount is replaced by configDir, its
+// --secure-port by a free port on 127.0.0.1, and it authenticates with
+// kubeconfig. The process is stopped (SIGTERM) when the test ends.
+func startComponent(t *testing.T, name, binary string, workload *unstructured.Unstructured, configDir, kubeconfig string, extra ...string) *component {
+	t.Helper()
+	spec := podSpecOf(t, workload)
+	containers, _, _ := unstructured.NestedSlice(spec, "containers")
+	if len(containers) != 1 {
+		t.Fatalf("%s: %d containers, want 1", workload.GetName(), len(containers))
+	}
+	container := containers[0].(map[string]any)
+	command, _, _ := unstructured.NestedStringSlice(container, "command")
+	args, _, _ := unstructured.NestedStringSlice(container, "args")
+	mounts, _, _ := unstructured.NestedSlice(container, "volumeMounts")
+	if len(mounts) != 1 {
+		t.Fatalf("%s: %d volume mounts, want the config's only", workload.GetName(), len(mounts))
+	}
+	mountPath := strings.TrimSuffix(mounts[0].(map[string]any)["mountPath"].(string), "/") + "/"
+	c := &component{name: name, port: freePort(t)}
+	var argv []string
+	for _, a := range append(command[1:], args...) {
+		switch {
+		case strings.HasPrefix(a, "--secure-port="):
+			a = fmt.Sprintf("--secure-port=%d", c.port)
+		default:
+			a = strings.ReplaceAll(a, mountPath, configDir+"/")
+		}
+		argv = append(argv, a)
+	}
+	argv = append(argv, "--kubeconfig="+kubeconfig, "--bind-address=127.0.0.1")
+	argv = append(argv, extra...)
+	c.log = filepath.Join(t.TempDir(), name+".log")
+	logFile, err := os.Create(c.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cmd = exec.Command(binary, argv...)
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	t.Logf("starting %s %s", binary, strings.Join(argv, " "))
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-exited
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(c.log)
+			lines := strings.Split(string(data), "\n")
+			t.Logf("last lines of %s's log:\n%s", name, strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	})
+	return c
+}
+
+// get fetches path from the component's secure port (its certificate is
+// self-signed) with token as the bearer token, if any.
+func (c *component) get(ctx context.Context, path, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", c.port, path), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		// The components serve with self-signed certificates.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+	}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// waitHealthy waits until /healthz answers ok.
+func (c *component) waitHealthy(t *testing.T) {
+	t.Helper()
+	testenv.WaitFor(t, time.Minute, c.name+" /healthz ok", func(ctx context.Context) (bool, error) {
+		if c.cmd.ProcessState != nil {
+			t.Fatalf("%s exited: %v", c.name, c.cmd.ProcessState)
+		}
+		code, body, err := c.get(ctx, "/healthz", "")
+		if err != nil {
+			return false, err
+		}
+		return code == http.StatusOK && strings.TrimSpace(body) == "ok", fmt.Errorf("%d %q", code, body)
+	})
+}
+
+// metricValue returns the sum of the samples of metric in a Prometheus
+// text exposition.
+func metricValue(exposition, metric string) (float64, bool) {
+	var sum float64
+	found := false
+	for _, line := range strings.Split(exposition, "\n") {
+		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
+			continue
+		}
+		fields := strings.Fields(line)
+		var v float64
+		if _, err := fmt.Sscan(fields[len(fields)-1], &v); err == nil {
+			sum += v
+			found = true
+		}
+	}
+	return sum, found
+}
+
+// clientAs returns a clientset for cfg whose requests carry userAgent.
+func clientAs(t *testing.T, cfg *rest.Config, userAgent string) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), userAgent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// ensureNamespace creates namespace ns.
+func ensureNamespace(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	testenv.Create(t, client.CoreV1().Namespaces(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}
