@@ -49,17 +49,26 @@ profiles:
 // without BudgetAwareEvictor at some extension point stop the binary.
 func TestDeschedulerStartupErrors(t *testing.T) {
 	shipped := string(manifests.DeschedulerPolicy)
+	// edit replaces old in the shipped policy, and fails the test when the
+	// shipped policy no longer contains it (the case would test nothing).
+	edit := func(old, new string) string {
+		t.Helper()
+		if !strings.Contains(shipped, old) {
+			t.Fatalf("the shipped policy no longer contains %q", old)
+		}
+		return strings.Replace(shipped, old, new, -1)
+	}
 	for _, tc := range []struct {
 		name, policy, want string
 	}{
 		{
 			name:   "field name in another case",
-			policy: strings.Replace(shipped, "preevictionfilter:", "preEvictionFilter:", 1),
+			policy: edit("preevictionfilter:", "preEvictionFilter:"),
 			want:   `profiles[0].plugins.preEvictionFilter: unknown field; field names are case-sensitive, write "preevictionfilter"`,
 		},
 		{
 			name:   "BudgetAwareEvictor configured but not enabled",
-			policy: strings.NewReplacer("enabled: [DefaultEvictor, BudgetAwareEvictor]", "enabled: [DefaultEvictor]").Replace(shipped),
+			policy: edit("      - DefaultEvictor\n      - BudgetAwareEvictor\n", "      - DefaultEvictor\n"),
 			want:   `profiles[0] ("budgetguard").pluginConfig[1]: BudgetAwareEvictor is configured but not enabled at filter or preevictionfilter`,
 		},
 		{
