@@ -56,7 +56,7 @@ func TestDeschedulerStartupErrors(t *testing.T) {
 		if !strings.Contains(shipped, old) {
 			t.Fatalf("the shipped policy no longer contains %q", old)
 		}
-		return strings.Replace(shipped, old, new, -1)
+		return strings.ReplaceAll(shipped, old, new)
 	}
 	for _, tc := range []struct {
 		name, policy, want string
