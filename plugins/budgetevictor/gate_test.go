@@ -129,6 +129,20 @@ func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(st)
 }
 
+// realClientset serves a fakeAPIServer until the test ends and returns it
+// with a real clientset that talks to it.
+func realClientset(t *testing.T) (*fakeAPIServer, *kubernetes.Clientset) {
+	t.Helper()
+	srv := &fakeAPIServer{hits: map[string]int{}}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	real, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, real
+}
+
 func (s *fakeAPIServer) evictions(name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,13 +153,7 @@ func (s *fakeAPIServer) evictions(name string) int {
 // accepted evictions keep their reservation, failed ones give it back at
 // once, a 429 is not retried, and a refused one never reaches the server.
 func TestGateOnARealClientset(t *testing.T) {
-	srv := &fakeAPIServer{hits: map[string]int{}}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	real, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, real := realClientset(t)
 	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}},
 		fake.NewClientset(objects(webPDB("web", 2).Obj(), "a", "b", "c", "d", "e", "f")...), real)
 	if !p.gated {
@@ -178,7 +186,7 @@ func TestGateOnARealClientset(t *testing.T) {
 	if err := evict(ctx, real, "d"); err != nil {
 		t.Fatalf("eviction of d: %v", err)
 	}
-	err = evict(ctx, real, "e")
+	err := evict(ctx, real, "e")
 	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "pdb shop/web") {
 		t.Fatalf("eviction of e: %v, want a 429 naming pdb shop/web", err)
 	}
@@ -294,13 +302,7 @@ func TestEvictionTarget(t *testing.T) {
 // the first cache it met, which had stopped: pods created since passed
 // unchecked and known pods were judged on frozen numbers.
 func TestGateFollowsTheLatestCache(t *testing.T) {
-	srv := &fakeAPIServer{hits: map[string]int{}}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	real, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, real := realClientset(t)
 	// The first build saw a budget with room for 2; by the second the
 	// budget allows nothing.
 	pluginOn(t, nil, Options{}, fake.NewClientset(objects(webPDB("web", 2).Obj(), "a")...), real)
@@ -308,7 +310,7 @@ func TestGateFollowsTheLatestCache(t *testing.T) {
 	if !second.gated {
 		t.Fatal("the second build has no gate")
 	}
-	err = evict(context.Background(), real, "a")
+	err := evict(context.Background(), real, "a")
 	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "pdb shop/web") {
 		t.Fatalf("eviction of a after the second build: %v, want a 429 from the gate naming pdb shop/web", err)
 	}

@@ -2,7 +2,6 @@ package budgetevictor
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
@@ -14,9 +13,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -32,13 +29,7 @@ func TestGateRecordsPUBDisruptionBeforeTheEviction(t *testing.T) {
 	// kruise-api's generated fake clientset never sends the initial-events
 	// bookmark of a streaming list.
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	srv := &fakeAPIServer{hits: map[string]int{}}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	real, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, real := realClientset(t)
 	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
 		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
 	disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
