@@ -41,12 +41,21 @@ type Options struct {
 	// podunavailablebudgets is served; when it is not, PUB support turns
 	// off with one log line. Without Discovery, KruiseInformers is trusted.
 	Discovery discovery.DiscoveryInterface
+	// PUBDiscoveryInterval is how often the Cache asks Discovery again
+	// while PodUnavailableBudgets are not served (or discovery fails); when
+	// they become served, PUB support turns on without a restart. Zero
+	// means DefaultPUBDiscoveryInterval.
+	PUBDiscoveryInterval time.Duration
 	// WorkloadInformers, when set, feeds the ReplicaSets, Deployments and
 	// StatefulSets that resolve PUB targetRefs, in place of the core
 	// factory (the descheduler's dry run hands plugins a fake cluster that
 	// holds pods and PDBs but no workloads). The caller starts it.
 	WorkloadInformers informers.SharedInformerFactory
 }
+
+// DefaultPUBDiscoveryInterval is how often a Cache without PUB support asks
+// whether the API has become served.
+const DefaultPUBDiscoveryInterval = 30 * time.Second
 
 // Cache answers budget decisions from informer state. It is safe for
 // concurrent use.
@@ -57,6 +66,7 @@ type Cache struct {
 	replicaSets  appslisters.ReplicaSetLister
 	deployments  appslisters.DeploymentLister
 	statefulSets appslisters.StatefulSetLister
+	syncMu       sync.Mutex
 	synced       []toolscache.InformerSynced
 
 	mu             sync.RWMutex
@@ -121,28 +131,9 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 	}
 	c.synced = append(c.synced, rs.Informer().HasSynced, deploy.Informer().HasSynced, sts.Informer().HasSynced)
 
-	if opts.KruiseInformers != nil {
-		served, err := pubServed(opts.Discovery)
-		switch {
-		case err != nil:
-			c.logger.Info("PodUnavailableBudget support is off: cannot tell whether the API is served", "groupVersion", PUBGroupVersion, "err", err)
-		case !served:
-			c.logger.Info("PodUnavailableBudget support is off: the API is not served", "groupVersion", PUBGroupVersion)
-		default:
-			c.pubEnabled = true
-			handlers = append(handlers, struct {
-				inf toolscache.SharedIndexInformer
-				h   toolscache.ResourceEventHandler
-			}{opts.KruiseInformers.Policy().V1alpha1().PodUnavailableBudgets().Informer(), toolscache.ResourceEventHandlerFuncs{
-				AddFunc:    func(obj any) { c.onPUB(obj, false) },
-				UpdateFunc: func(_, obj any) { c.onPUB(obj, false) },
-				DeleteFunc: func(obj any) { c.onPUB(obj, true) },
-			}})
-		}
-	} else {
+	if opts.KruiseInformers == nil {
 		c.logger.V(2).Info("PodUnavailableBudget support is off: no Kruise informer factory given")
 	}
-
 	for _, x := range handlers {
 		reg, err := x.inf.AddEventHandler(x.h)
 		if err != nil {
@@ -150,7 +141,71 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		}
 		c.synced = append(c.synced, reg.HasSynced)
 	}
+	if opts.KruiseInformers != nil {
+		c.followPUBAPI(ctx, opts)
+	}
 	return c, nil
+}
+
+// followPUBAPI turns PUB support on now if discovery says the API is
+// served; otherwise it logs why it is off and asks again every
+// PUBDiscoveryInterval until ctx ends, and turns it on, starting the Kruise
+// informer itself, once the API is served: OpenKruise installed after
+// budgetguard, or a discovery error that passed, needs no restart.
+func (c *Cache) followPUBAPI(ctx context.Context, opts Options) {
+	served, err := pubServed(opts.Discovery)
+	if err == nil && served {
+		c.enablePUBs(ctx, opts.KruiseInformers, false)
+		return
+	}
+	interval := opts.PUBDiscoveryInterval
+	if interval <= 0 {
+		interval = DefaultPUBDiscoveryInterval
+	}
+	if err != nil {
+		c.logger.Info("PodUnavailableBudget support is off for now: cannot tell whether the API is served; asking again", "groupVersion", PUBGroupVersion, "interval", interval, "err", err)
+	} else {
+		c.logger.Info("PodUnavailableBudget support is off: the API is not served; asking again", "groupVersion", PUBGroupVersion, "interval", interval)
+	}
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if c.PUBEnabled() {
+			return
+		}
+		served, err := pubServed(opts.Discovery)
+		switch {
+		case err != nil:
+			c.logger.V(2).Info("Cannot tell whether PodUnavailableBudgets are served", "groupVersion", PUBGroupVersion, "err", err)
+		case served:
+			c.enablePUBs(ctx, opts.KruiseInformers, true)
+		}
+	}, interval)
+}
+
+// enablePUBs registers the Cache's PUB handler and turns PUB support on.
+// Until the PUB informer has delivered its initial list, HasSynced is false,
+// so the plugins refuse rather than decide without the PUBs. start starts
+// the Kruise informer (the caller started the factory before the PUB
+// informer existed).
+func (c *Cache) enablePUBs(ctx context.Context, kf kruiseinformers.SharedInformerFactory, start bool) {
+	reg, err := kf.Policy().V1alpha1().PodUnavailableBudgets().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onPUB(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onPUB(obj, false) },
+		DeleteFunc: func(obj any) { c.onPUB(obj, true) },
+	})
+	if err != nil {
+		c.logger.Error(err, "PodUnavailableBudget support stays off: cannot watch PodUnavailableBudgets")
+		return
+	}
+	c.syncMu.Lock()
+	c.synced = append(c.synced, reg.HasSynced)
+	c.syncMu.Unlock()
+	c.mu.Lock()
+	c.pubEnabled = true
+	c.mu.Unlock()
+	if start {
+		kf.Start(ctx.Done())
+	}
+	c.logger.Info("PodUnavailableBudget support is on", "groupVersion", PUBGroupVersion)
 }
 
 func pubServed(d discovery.DiscoveryInterface) (bool, error) {
@@ -175,7 +230,10 @@ func pubServed(d discovery.DiscoveryInterface) (bool, error) {
 // HasSynced reports whether every informer the Cache uses has synced and
 // delivered its initial events to the Cache.
 func (c *Cache) HasSynced() bool {
-	for _, s := range c.synced {
+	c.syncMu.Lock()
+	synced := c.synced
+	c.syncMu.Unlock()
+	for _, s := range synced {
 		if !s() {
 			return false
 		}
@@ -189,7 +247,11 @@ func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 }
 
 // PUBEnabled reports whether PodUnavailableBudgets are taken into account.
-func (c *Cache) PUBEnabled() bool { return c.pubEnabled }
+func (c *Cache) PUBEnabled() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.pubEnabled
+}
 
 // Run sweeps expired reservations every interval until ctx ends. Decisions
 // ignore expired reservations without it; Run only bounds memory.

@@ -272,7 +272,7 @@ func (c *Cache) lintPUB(pub *kruisepolicy.PodUnavailableBudget, pods []*v1.Pod) 
 			return out
 		}
 	}
-	if len(pods) == 0 && c.pubEnabled {
+	if len(pods) == 0 && c.PUBEnabled() {
 		one(FindingSelectsNoPods, SeverityWarning, "check the selector or targetRef against the pods, or delete the PUB", "covers no pod")
 	}
 	return out

@@ -29,6 +29,9 @@ var (
 	budgetsDesc = metrics.NewDesc(metrics.BuildFQName(MetricsNamespace, metricsSubsystem, "budgets"),
 		"Disruption budgets in budgetguard's cache, by kind (PodDisruptionBudget, PodUnavailableBudget).",
 		[]string{"component", "kind"}, nil, metrics.ALPHA, "")
+	pubSupportDesc = metrics.NewDesc(metrics.BuildFQName(MetricsNamespace, metricsSubsystem, "pub_support_enabled"),
+		"1 when budgetguard takes OpenKruise PodUnavailableBudgets into account, 0 while their API is not served (it is asked again until it is).",
+		[]string{"component"}, nil, metrics.ALPHA, "")
 )
 
 // cacheCollector reports the gauges of the caches registered with it, read
@@ -73,6 +76,7 @@ func (cc *cacheCollector) add(ctx context.Context, c *Cache, component string) {
 func (cc *cacheCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- ledgerReservationsDesc
 	ch <- budgetsDesc
+	ch <- pubSupportDesc
 }
 
 // CollectWithStability implements metrics.StableCollector.
@@ -83,9 +87,13 @@ func (cc *cacheCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	}
 	reservations := map[string]int{}
 	budgets := map[kindKey]int{}
+	pubs := map[string]float64{}
 	cc.mu.Lock()
 	for c, component := range cc.caches {
 		reservations[component] += c.InFlight()
+		if c.PUBEnabled() {
+			pubs[component] = 1
+		}
 		for kind, n := range c.Budgets() {
 			budgets[kindKey{component, kind}] += n
 		}
@@ -98,6 +106,7 @@ func (cc *cacheCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	sort.Strings(components)
 	for _, component := range components {
 		ch <- metrics.NewLazyConstMetric(ledgerReservationsDesc, metrics.GaugeValue, float64(reservations[component]), component)
+		ch <- metrics.NewLazyConstMetric(pubSupportDesc, metrics.GaugeValue, pubs[component], component)
 		for _, kind := range []BudgetKind{KindPDB, KindPUB} {
 			ch <- metrics.NewLazyConstMetric(budgetsDesc, metrics.GaugeValue, float64(budgets[kindKey{component, kind}]), component, string(kind))
 		}

@@ -181,7 +181,9 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 		wf.Start(ctx.Done())
 	}
 	gate := &evictionGate{cache: c, pods: factory.Core().V1().Pods().Lister(), logger: logger}
-	if _, dryRun := handle.ClientSet().(*fake.Clientset); !dryRun && c.PUBEnabled() {
+	if _, dryRun := handle.ClientSet().(*fake.Clientset); !dryRun && kf != nil {
+		// Used only for disruptions that spend a PUB, so only once PUB
+		// support is on (it may turn on later; see budget.Options).
 		gate.kruise = kc
 	}
 	// Registered before the descheduler starts the factory, which then
