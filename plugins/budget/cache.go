@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -69,9 +70,11 @@ type Cache struct {
 	syncMu       sync.Mutex
 	synced       []toolscache.InformerSynced
 
-	mu             sync.RWMutex
-	pdbs           *selectorIndex[*policyv1.PodDisruptionBudget]
-	pubEnabled     bool
+	mu         sync.RWMutex
+	pdbs       *selectorIndex[*policyv1.PodDisruptionBudget]
+	pubEnabled bool
+	// onPUBs are called once PUB support turns on (see OnPUBSupport).
+	onPUBs         []func()
 	pubsBySelector *selectorIndex[*kruisepolicy.PodUnavailableBudget]
 	pubsByTarget   map[targetKey]map[string]*kruisepolicy.PodUnavailableBudget
 	pubsByName     map[podKey]*kruisepolicy.PodUnavailableBudget
@@ -103,15 +106,7 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		ledger:         newLedger(opts.Ledger, clk),
 	}
 
-	pods := factory.Core().V1().Pods().Informer()
-	pdbs := factory.Policy().V1().PodDisruptionBudgets().Informer()
-	workloads := factory
-	if opts.WorkloadInformers != nil {
-		workloads = opts.WorkloadInformers
-	}
-	rs := workloads.Apps().V1().ReplicaSets()
-	deploy := workloads.Apps().V1().Deployments()
-	sts := workloads.Apps().V1().StatefulSets()
+	pods, pdbs, rs, deploy, sts := informersOf(factory, opts)
 	c.replicaSets, c.deployments, c.statefulSets = rs.Lister(), deploy.Lister(), sts.Lister()
 
 	handlers := []struct {
@@ -145,6 +140,24 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		c.followPUBAPI(ctx, opts)
 	}
 	return c, nil
+}
+
+// RegisterInformers requests from factory (and opts.WorkloadInformers) every
+// informer New will use, so that a caller which builds the Cache only later,
+// after the factory has started, finds them started and synced.
+func RegisterInformers(factory informers.SharedInformerFactory, opts Options) {
+	informersOf(factory, opts)
+}
+
+func informersOf(factory informers.SharedInformerFactory, opts Options) (pods, pdbs toolscache.SharedIndexInformer, rs appsinformers.ReplicaSetInformer, deploy appsinformers.DeploymentInformer, sts appsinformers.StatefulSetInformer) {
+	workloads := factory
+	if opts.WorkloadInformers != nil {
+		workloads = opts.WorkloadInformers
+	}
+	rs, deploy, sts = workloads.Apps().V1().ReplicaSets(), workloads.Apps().V1().Deployments(), workloads.Apps().V1().StatefulSets()
+	// Listers register their informers too.
+	_, _, _ = rs.Informer(), deploy.Informer(), sts.Informer()
+	return factory.Core().V1().Pods().Informer(), factory.Policy().V1().PodDisruptionBudgets().Informer(), rs, deploy, sts
 }
 
 // followPUBAPI turns PUB support on now if discovery says the API is
@@ -201,7 +214,12 @@ func (c *Cache) enablePUBs(ctx context.Context, kf kruiseinformers.SharedInforme
 	c.syncMu.Unlock()
 	c.mu.Lock()
 	c.pubEnabled = true
+	hooks := c.onPUBs
+	c.onPUBs = nil
 	c.mu.Unlock()
+	for _, fn := range hooks {
+		fn()
+	}
 	if start {
 		kf.Start(ctx.Done())
 	}
@@ -244,6 +262,20 @@ func (c *Cache) HasSynced() bool {
 // WaitForCacheSync blocks until HasSynced or ctx ends.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 	return toolscache.WaitForCacheSync(ctx.Done(), c.HasSynced)
+}
+
+// OnPUBSupport calls fn once PUB support is on: at once if it is, or when
+// it turns on (the API became served). A caller that watches the PUB
+// informer itself registers its handler in fn, so it follows the cache.
+func (c *Cache) OnPUBSupport(fn func()) {
+	c.mu.Lock()
+	if !c.pubEnabled {
+		c.onPUBs = append(c.onPUBs, fn)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	fn()
 }
 
 // PUBEnabled reports whether PodUnavailableBudgets are taken into account.

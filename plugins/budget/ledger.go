@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -31,6 +32,13 @@ type LedgerOptions struct {
 	// MaxHold ends any reservation this long after it was made, whatever
 	// else happened. It matches the API server's DisruptedPods timeout.
 	MaxHold time.Duration
+	// DryRun is for a cache whose disruptions are predicted, not performed
+	// (the descheduler's dry run): no budget status will ever count them,
+	// and the "evicted" pods come back after each loop. Each reservation
+	// then holds its budget until MaxHold or Cancel, whatever the pod and
+	// the status do, as the API server's record of a real eviction would
+	// at most, so later loops predict what a real run's later loops do.
+	DryRun bool
 }
 
 func (o LedgerOptions) withDefaults() LedgerOptions {
@@ -103,6 +111,9 @@ func (l *ledger) live(e *entry, bs *budgetState, now time.Time) bool {
 	if age >= l.opts.MaxHold {
 		return false
 	}
+	if l.opts.DryRun {
+		return true
+	}
 	if e.gone.IsZero() {
 		return age < l.opts.ReservationTTL
 	}
@@ -135,6 +146,18 @@ func (l *ledger) holds(k budgetKey, pod podKey, uid types.UID, now time.Time) bo
 		}
 	}
 	return false
+}
+
+// heldBy returns the budgets that live entries of the pod (name and UID)
+// hold. Caller holds mu (read is enough).
+func (l *ledger) heldBy(pod podKey, uid types.UID, now time.Time) []budgetKey {
+	var keys []budgetKey
+	for _, e := range l.pods[pod] {
+		if e.podUID == uid && l.live(e, l.budgets[e.budget], now) {
+			keys = append(keys, e.budget)
+		}
+	}
+	return keys
 }
 
 // add records a new entry. Caller holds mu for writing.
@@ -298,4 +321,19 @@ func (r *Reservation) CancelPod(namespace, name string) {
 		kept = append(kept, e)
 	}
 	r.entries = kept
+}
+
+// HeldBy returns the budgets that an earlier reservation of this very pod
+// (name and UID) still holds. In a dry run (LedgerOptions.DryRun) a pod that
+// holds a budget was "evicted" by an earlier loop and restored since: a real
+// run would find it gone.
+func (c *Cache) HeldBy(pod *v1.Pod) []BudgetRef {
+	c.ledger.mu.RLock()
+	defer c.ledger.mu.RUnlock()
+	keys := c.ledger.heldBy(podKey{pod.Namespace, pod.Name}, pod.UID, c.clock.Now())
+	refs := make([]BudgetRef, 0, len(keys))
+	for _, k := range keys {
+		refs = append(refs, BudgetRef{Kind: k.kind, Namespace: k.namespace, Name: k.name})
+	}
+	return refs
 }

@@ -208,3 +208,30 @@ func TestBudgetDeletionForgetsItsReservations(t *testing.T) {
 	}
 	mustAllow(t, h.c.Decide(webPod("b").Obj(), OperationDelete))
 }
+
+// In a dry run the "evicted" pod is deleted from a fake cluster, restored
+// after the loop, and no status ever records its disruption: a status
+// update, however late, or the pod coming back must not free the budget
+// before MaxHold.
+func TestDryRunReservationHoldsUntilMaxHold(t *testing.T) {
+	h := newHarness(t)
+	h.c.ledger = newLedger(LedgerOptions{DryRun: true}, h.clock)
+	h.add(webPDB("web", oneLeft).Obj())
+	a := webPod("a").Obj()
+	mustAllow(t, h.c.Decide(a, OperationEvict))
+	h.c.Reserve(a, OperationEvict)
+	h.podEvent(a, true)
+	h.clock.Step(DefaultReservationTTL + DefaultSettleDelay)
+	h.pdb(webPDB("web", oneLeft).Obj())
+	h.podEvent(a, false) // restored
+	h.clock.Step(time.Second)
+	mustDeny(t, h.c.Decide(webPod("b").Obj(), OperationEvict), ReasonInsufficientBudget)
+	if got := h.c.HeldBy(a); len(got) != 1 || got[0].String() != "pdb "+ns+"/web" {
+		t.Errorf("HeldBy(a) = %v, want [pdb %s/web]", got, ns)
+	}
+	h.clock.Step(DefaultMaxHold)
+	mustAllow(t, h.c.Decide(webPod("b").Obj(), OperationEvict))
+	if got := h.c.HeldBy(a); len(got) != 0 {
+		t.Errorf("HeldBy(a) = %v after MaxHold, want none", got)
+	}
+}

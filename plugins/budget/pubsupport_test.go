@@ -58,6 +58,10 @@ func TestPUBSupportFollowsTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A watcher of the PUB informer (the preemption plugin's requeue)
+	// registers with OnPUBSupport and must be called once support is on.
+	var hooked atomic.Int32
+	c.OnPUBSupport(func() { hooked.Add(1) })
 	factory.Start(ctx.Done())
 	kf.Start(ctx.Done())
 	if !c.WaitForCacheSync(ctx) {
@@ -82,6 +86,9 @@ budgetguard_cache_pub_support_enabled{component="test"} `+v+"\n"), "budgetguard_
 	if err := gauge("0"); err != nil {
 		t.Error(err)
 	}
+	if n := hooked.Load(); n != 0 {
+		t.Errorf("OnPUBSupport hook called %d times while PUB support is off, want 0", n)
+	}
 
 	disc.state.Store(2)
 	for !c.PUBEnabled() || !c.HasSynced() {
@@ -99,5 +106,12 @@ budgetguard_cache_pub_support_enabled{component="test"} `+v+"\n"), "budgetguard_
 	mustDeny(t, c.Decide(webPod("a").Obj(), OperationEvict), ReasonInsufficientBudget)
 	if err := gauge("1"); err != nil {
 		t.Error(err)
+	}
+	if n := hooked.Load(); n != 1 {
+		t.Errorf("OnPUBSupport hook called %d times after PUB support turned on, want 1", n)
+	}
+	c.OnPUBSupport(func() { hooked.Add(1) })
+	if n := hooked.Load(); n != 2 {
+		t.Errorf("a hook registered while PUB support is on was not called at once (calls: %d, want 2)", n)
 	}
 }

@@ -3,6 +3,7 @@ package budgetevictor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,16 +61,8 @@ type BudgetAwareEvictor struct {
 	// extension points take none, and waiting for the cache needs one.
 	ctx         context.Context
 	args        *BudgetAwareEvictorArgs
-	cache       *budget.Cache
+	sh          *shared
 	syncTimeout time.Duration
-	// gated: the eviction gate sits on the client the descheduler evicts
-	// with, so the budget is reserved at the eviction request and
-	// PreEvictionFilter only decides. Otherwise PreEvictionFilter reserves.
-	gated bool
-	// nodes lists the nodes of the handle's factory: a pod on a node
-	// cluster-autoscaler is draining is left to the autoscaler.
-	nodes       corelisters.NodeLister
-	nodesSynced cache.InformerSynced
 
 	// syncDeadline is when waiting for the cache stops: syncTimeout after
 	// the first extension point call, so a cache that never syncs (say,
@@ -85,13 +78,31 @@ var (
 	sharedCaches = map[informers.SharedInformerFactory]*shared{}
 )
 
-// shared is what the profiles of one descheduler share: the budget cache and
-// whether the eviction gate is on its client.
+// shared is what the profiles of one descheduler share: the budget cache,
+// whether the eviction gate is on its client, and the node lister.
+//
+// The cache is built on first use, not when the plugin is. In a dry run the
+// descheduler builds every profile twice, first on the real client and
+// factory, then on a fake cluster, and drops the first build; built lazily,
+// that first build never starts a cache, a Kruise watch or a sweeper. Its
+// gate stays on the real client, which the dry run never evicts with.
 type shared struct {
-	cache       *budget.Cache
-	gated       bool
-	nodes       corelisters.NodeLister
+	ctx     context.Context
+	logger  klog.Logger
+	factory informers.SharedInformerFactory
+	opts    Options
+	bopts   budget.Options
+	// dryRun: the handle's client is the dry run's fake cluster.
+	dryRun bool
+	gated  bool
+	nodes  corelisters.NodeLister
+	// nodesSynced reports whether the node informer has synced.
 	nodesSynced cache.InformerSynced
+
+	once   sync.Once
+	cache  *budget.Cache
+	kruise kruiseclientset.Interface
+	err    error
 }
 
 // New builds the plugin with PDB support only. Binaries that can reach the
@@ -120,20 +131,18 @@ func NewBuilder(opts Options) pluginregistry.PluginBuilder {
 		return &BudgetAwareEvictor{
 			ctx:         ctx,
 			args:        a,
-			cache:       sh.cache,
-			gated:       sh.gated,
-			nodes:       sh.nodes,
-			nodesSynced: sh.nodesSynced,
+			sh:          sh,
 			syncTimeout: time.Duration(*a.CacheSyncTimeoutSeconds) * time.Second,
 		}, nil
 	}
 }
 
-// sharedFor returns the budget cache of the handle's factory, creating it
-// and putting the eviction gate on the handle's client on first use. The
-// descheduler builds plugins before it starts its factory and before it
-// evicts, so the cache only registers its informers here and nothing uses
-// the client yet; the Kruise factory is ours to start.
+// sharedFor returns what the profiles on the handle's factory share,
+// creating it and putting the eviction gate on the handle's client on first
+// use. The descheduler builds plugins before it starts its factory and
+// before it evicts, so this only requests the informers the cache will use
+// (the descheduler then starts and syncs them with its own) and nothing
+// uses the client yet.
 func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) (*shared, error) {
 	factory := handle.SharedInformerFactory()
 	if factory == nil {
@@ -144,57 +153,37 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 	if sh, ok := sharedCaches[factory]; ok {
 		return sh, nil
 	}
-	logger := klog.FromContext(ctx).WithValues("plugin", PluginName)
-	bopts := budget.Options{Ledger: opts.Ledger}
-	var kf kruiseinformers.SharedInformerFactory
-	var kc kruiseclientset.Interface
-	if opts.Kruise != nil {
-		var disc discovery.DiscoveryInterface
-		var err error
-		kc, disc, err = opts.Kruise()
-		if err != nil {
-			logger.Info("PodUnavailableBudget support is off: no client for the Kruise API", "err", err)
-		} else {
-			kf = kruiseinformers.NewSharedInformerFactory(kc, 0)
-			bopts.KruiseInformers, bopts.Discovery = kf, disc
-		}
+	_, dryRun := handle.ClientSet().(*fake.Clientset)
+	sh := &shared{
+		ctx:     ctx,
+		logger:  klog.FromContext(ctx).WithValues("plugin", PluginName),
+		factory: factory,
+		opts:    opts,
+		dryRun:  dryRun,
+		bopts:   budget.Options{Ledger: opts.Ledger},
 	}
-	var wf informers.SharedInformerFactory
-	if _, dryRun := handle.ClientSet().(*fake.Clientset); dryRun && opts.Workloads != nil {
+	// A dry run's disruptions are predicted: nothing will ever record
+	// them, and the descheduler restores the "evicted" pods after each
+	// loop. The ledger holds each one for as long as the API server's
+	// record of a real eviction lasts at most.
+	sh.bopts.Ledger.DryRun = dryRun
+	if dryRun && opts.Workloads != nil {
 		wc, err := opts.Workloads()
 		if err != nil {
-			logger.Info("Dry run without the real cluster's workloads: PUBs that select pods by targetRef cover nothing", "err", err)
+			sh.logger.Info("Dry run without the real cluster's workloads: PUBs that select pods by targetRef cover nothing", "err", err)
 		} else {
-			wf = informers.NewSharedInformerFactory(wc, 0)
-			bopts.WorkloadInformers = wf
+			sh.bopts.WorkloadInformers = informers.NewSharedInformerFactory(wc, 0)
 		}
 	}
-	c, err := budget.New(klog.NewContext(ctx, logger), factory, bopts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", PluginName, err)
-	}
-	c.ExportMetrics(ctx, "descheduler")
-	if kf != nil {
-		kf.Start(ctx.Done())
-	}
-	if wf != nil {
-		wf.Start(ctx.Done())
-	}
-	gate := &evictionGate{cache: c, pods: factory.Core().V1().Pods().Lister(), logger: logger}
-	if _, dryRun := handle.ClientSet().(*fake.Clientset); !dryRun && kf != nil {
-		// Used only for disruptions that spend a PUB, so only once PUB
-		// support is on (it may turn on later; see budget.Options).
-		gate.kruise = kc
-	}
-	// Registered before the descheduler starts the factory, which then
-	// starts and syncs the node informer with the others.
+	budget.RegisterInformers(factory, sh.bopts)
 	nodes := factory.Core().V1().Nodes()
-	sh := &shared{cache: c, gated: gate.install(handle.ClientSet()), nodes: nodes.Lister(), nodesSynced: nodes.Informer().HasSynced}
+	sh.nodes, sh.nodesSynced = nodes.Lister(), nodes.Informer().HasSynced
+	gate := &evictionGate{sh: sh, pods: factory.Core().V1().Pods().Lister(), logger: sh.logger}
+	sh.gated = gate.install(handle.ClientSet())
 	if !sh.gated {
-		logger.Info("The descheduler's client cannot carry the eviction gate; PreEvictionFilter reserves budgets instead, which under listing strategies such as RemoveDuplicates may evict fewer pods than the budgets allow", "client", fmt.Sprintf("%T", handle.ClientSet()))
+		sh.logger.Info("The descheduler's client cannot carry the eviction gate; PreEvictionFilter reserves budgets instead, which under listing strategies such as RemoveDuplicates may evict fewer pods than the budgets allow", "client", fmt.Sprintf("%T", handle.ClientSet()))
 	}
 	sharedCaches[factory] = sh
-	go c.Run(ctx, time.Minute)
 	go func() {
 		<-ctx.Done()
 		sharedMu.Lock()
@@ -204,6 +193,53 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 		}
 	}()
 	return sh, nil
+}
+
+// budgets returns the budget cache, building and starting it on the first
+// call. A cache that cannot be built is an error on every call: the
+// callers refuse.
+func (sh *shared) budgets() (*budget.Cache, error) {
+	sh.once.Do(sh.start)
+	return sh.cache, sh.err
+}
+
+func (sh *shared) start() {
+	ctx, logger := sh.ctx, sh.logger
+	var kf kruiseinformers.SharedInformerFactory
+	if sh.opts.Kruise != nil {
+		kc, disc, err := sh.opts.Kruise()
+		if err != nil {
+			logger.Info("PodUnavailableBudget support is off: no client for the Kruise API", "err", err)
+		} else {
+			kf = kruiseinformers.NewSharedInformerFactory(kc, 0)
+			sh.bopts.KruiseInformers, sh.bopts.Discovery = kf, disc
+			if !sh.dryRun {
+				// Used only for disruptions that spend a PUB, so only
+				// once PUB support is on (it may turn on later; see
+				// budget.Options). A dry run writes nothing.
+				sh.kruise = kc
+			}
+		}
+	}
+	c, err := budget.New(klog.NewContext(ctx, logger), sh.factory, sh.bopts)
+	if err != nil {
+		sh.err = fmt.Errorf("%s: %w", PluginName, err)
+		logger.Error(err, "Cannot build the budget cache; every eviction is refused")
+		return
+	}
+	c.ExportMetrics(ctx, "descheduler")
+	// The descheduler's factory is not ours to start: the informers were
+	// requested when the plugin was built, so it starts them. (Had it
+	// started before, they would never sync, and every eviction would be
+	// refused as CacheNotSynced.)
+	if kf != nil {
+		kf.Start(ctx.Done())
+	}
+	if wf := sh.bopts.WorkloadInformers; wf != nil {
+		wf.Start(ctx.Done())
+	}
+	go c.Run(ctx, time.Minute)
+	sh.cache = c
 }
 
 // Name returns the plugin name.
@@ -217,13 +253,17 @@ func (p *BudgetAwareEvictor) Filter(pod *v1.Pod) bool {
 	if reason, ok := p.autoscalerRefuses(pod); ok {
 		return p.refuse(extensionFilter, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
 	}
-	if !p.synced() {
+	c, ok := p.synced()
+	if !ok {
 		return p.refuse(extensionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
 	}
 	if p.nodeBeingDrained(pod) {
 		return p.refuse(extensionFilter, pod, ReasonNodeBeingDrainedByAutoscaler, nodeBeingDrainedMessage(pod))
 	}
-	d := p.cache.Decide(pod, budget.OperationEvict)
+	if refs := p.evictedEarlierInDryRun(c, pod); refs != "" {
+		return p.refuse(extensionFilter, pod, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
+	}
+	d := c.Decide(pod, budget.OperationEvict)
 	for _, den := range d.Denials {
 		switch den.Reason {
 		case budget.ReasonMultiplePDBs, budget.ReasonUnknownUnhealthyPodEvictionPolicy:
@@ -248,20 +288,24 @@ func (p *BudgetAwareEvictor) PreEvictionFilter(pod *v1.Pod) bool {
 	if reason, ok := p.autoscalerRefuses(pod); ok {
 		return p.refuse(extensionPreEvictionFilter, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
 	}
-	if !p.synced() {
+	c, ok := p.synced()
+	if !ok {
 		return p.refuse(extensionPreEvictionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
 	}
 	if p.nodeBeingDrained(pod) {
 		// The autoscaler may have started draining since Filter.
 		return p.refuse(extensionPreEvictionFilter, pod, ReasonNodeBeingDrainedByAutoscaler, nodeBeingDrainedMessage(pod))
 	}
-	if p.gated {
-		if d := p.cache.Decide(pod, budget.OperationEvict); !d.Allowed {
+	if refs := p.evictedEarlierInDryRun(c, pod); refs != "" {
+		return p.refuse(extensionPreEvictionFilter, pod, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
+	}
+	if p.sh.gated {
+		if d := c.Decide(pod, budget.OperationEvict); !d.Allowed {
 			return p.refuse(extensionPreEvictionFilter, pod, string(d.Reason()), d.Message())
 		}
 		return true
 	}
-	d, r := p.cache.Reserve(pod, budget.OperationEvict)
+	d, r := c.Reserve(pod, budget.OperationEvict)
 	if !d.Allowed {
 		return p.refuse(extensionPreEvictionFilter, pod, string(d.Reason()), d.Message())
 	}
@@ -285,10 +329,10 @@ func (p *BudgetAwareEvictor) autoscalerRefuses(pod *v1.Pod) (string, bool) {
 // spend the budgets twice for one disruption. A node the lister does not
 // know is not being drained.
 func (p *BudgetAwareEvictor) nodeBeingDrained(pod *v1.Pod) bool {
-	if pod.Spec.NodeName == "" || p.nodes == nil {
+	if pod.Spec.NodeName == "" || p.sh.nodes == nil {
 		return false
 	}
-	node, err := p.nodes.Get(pod.Spec.NodeName)
+	node, err := p.sh.nodes.Get(pod.Spec.NodeName)
 	return err == nil && budget.NodeBeingRemoved(node)
 }
 
@@ -296,23 +340,51 @@ func nodeBeingDrainedMessage(pod *v1.Pod) string {
 	return fmt.Sprintf("node %s is being drained by cluster-autoscaler (taint %s)", pod.Spec.NodeName, budget.TaintToBeDeleted)
 }
 
-// synced waits for the budget cache and the node informer, until
-// syncTimeout after the first call at the latest.
-func (p *BudgetAwareEvictor) synced() bool {
-	if p.cache.HasSynced() && p.nodesHaveSynced() {
-		return true
+// synced returns the budget cache once it and the node informer have
+// synced, waiting until syncTimeout after the first call at the latest.
+func (p *BudgetAwareEvictor) synced() (*budget.Cache, bool) {
+	c, err := p.sh.budgets()
+	if err != nil {
+		return nil, false
+	}
+	if c.HasSynced() && p.nodesHaveSynced() {
+		return c, true
 	}
 	p.syncOnce.Do(func() { p.syncDeadline = time.Now().Add(p.syncTimeout) })
 	ctx, cancel := context.WithDeadline(p.ctx, p.syncDeadline)
 	defer cancel()
-	if !p.cache.WaitForCacheSync(ctx) {
-		return false
+	if !c.WaitForCacheSync(ctx) {
+		return nil, false
 	}
-	return p.nodesSynced == nil || cache.WaitForCacheSync(ctx.Done(), p.nodesSynced)
+	return c, p.sh.nodesSynced == nil || cache.WaitForCacheSync(ctx.Done(), p.sh.nodesSynced)
 }
 
 func (p *BudgetAwareEvictor) nodesHaveSynced() bool {
-	return p.nodesSynced == nil || p.nodesSynced()
+	return p.sh.nodesSynced == nil || p.sh.nodesSynced()
+}
+
+// evictedEarlierInDryRun names the budgets an earlier loop of a dry run
+// spent on this very pod, which the descheduler has restored since: a real
+// run would find the pod gone, so the dry run must not predict its
+// eviction twice. Empty outside a dry run.
+func (p *BudgetAwareEvictor) evictedEarlierInDryRun(c *budget.Cache, pod *v1.Pod) string {
+	return evictedEarlier(p.sh, c, pod)
+}
+
+func evictedEarlier(sh *shared, c *budget.Cache, pod *v1.Pod) string {
+	if !sh.dryRun {
+		return ""
+	}
+	refs := c.HeldBy(pod)
+	names := make([]string, 0, len(refs))
+	for _, r := range refs {
+		names = append(names, r.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+func evictedEarlierMessage(budgets string) string {
+	return "the dry run predicted this pod's eviction in an earlier loop, which still spends " + budgets
 }
 
 func (p *BudgetAwareEvictor) refuse(point string, pod *v1.Pod, reason, message string) bool {

@@ -64,7 +64,7 @@ func pluginOn(t *testing.T, args *BudgetAwareEvictorArgs, opts Options, client *
 	}
 	factory.Start(ctx.Done())
 	p := pl.(*BudgetAwareEvictor)
-	if !p.cache.WaitForCacheSync(ctx) {
+	if !cacheOf(t, p).WaitForCacheSync(ctx) {
 		t.Fatal("budget cache did not sync")
 	}
 	return p
@@ -218,4 +218,15 @@ func TestPluginExportsBudgetGauges(t *testing.T) {
 	if err != nil {
 		t.Fatalf("budgetguard_cache_budgets{component=descheduler,kind=PodDisruptionBudget} = %v, want 2", last)
 	}
+}
+
+// cacheOf returns the plugin's budget cache, building it as the first
+// extension point call would.
+func cacheOf(t testing.TB, p *BudgetAwareEvictor) *budget.Cache {
+	t.Helper()
+	c, err := p.sh.budgets()
+	if err != nil {
+		t.Fatalf("budget cache: %v", err)
+	}
+	return c
 }

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,21 +48,22 @@ const extensionEvictionRequest = "EvictionRequest"
 
 // evictionGate decides and reserves eviction requests against a cache.
 type evictionGate struct {
-	cache  *budget.Cache
+	// sh holds the budget cache, built on the first decision, and the
+	// Kruise client that writes the record of a PUB disruption into the
+	// PUB's status before the eviction is sent: the API server does not
+	// check PUBs (budget.RecordPUBDisruption). That client is nil when
+	// PUBs are off, and in a dry run, which must not write to the cluster.
+	sh     *shared
 	pods   corelisters.PodLister
 	logger klog.Logger
-	// kruise writes the record of a PUB disruption into the PUB's status
-	// before the eviction is sent: the API server does not check PUBs
-	// (budget.RecordPUBDisruption). Nil when PUBs are off, and in a dry
-	// run, which must not write to the cluster.
-	kruise kruiseclientset.Interface
 }
 
 // admit decides the eviction of namespace/name. It returns the reservation
 // to cancel if the eviction then fails (nil when nothing was reserved), or
 // the Status to answer with when the eviction is refused.
 func (g *evictionGate) admit(ctx context.Context, namespace, name string) (*budget.Reservation, *metav1.Status) {
-	if !g.cache.HasSynced() {
+	c, err := g.sh.budgets()
+	if err != nil || !c.HasSynced() {
 		return nil, g.refuse(namespace, name, ReasonCacheNotSynced, "budget cache not synced")
 	}
 	pod, err := g.pods.Pods(namespace).Get(name)
@@ -74,12 +73,15 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (*budg
 		g.logger.V(4).Info("Eviction of a pod the budget cache does not hold is passed through", "pod", klog.KRef(namespace, name), "err", err)
 		return nil, nil
 	}
-	d, r := g.cache.Reserve(pod, budget.OperationEvict)
+	if refs := evictedEarlier(g.sh, c, pod); refs != "" {
+		return nil, g.refuse(namespace, name, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
+	}
+	d, r := c.Reserve(pod, budget.OperationEvict)
 	if !d.Allowed {
 		return nil, g.refuse(namespace, name, string(d.Reason()), d.Message())
 	}
-	if g.kruise != nil {
-		if err := budget.RecordPUBDisruptions(ctx, g.kruise, d, pod, budget.OperationEvict, time.Now()); err != nil {
+	if g.sh.kruise != nil {
+		if err := budget.RecordPUBDisruptions(ctx, g.sh.kruise, d, pod, budget.OperationEvict, time.Now()); err != nil {
 			if r != nil {
 				r.Cancel()
 			}

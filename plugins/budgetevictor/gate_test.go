@@ -61,7 +61,7 @@ func TestListingSpendsNothingAndTheEvictionRequestReserves(t *testing.T) {
 	client := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b", "c")...)
 	acceptEvictions(client)
 	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}}, client, client)
-	if !p.gated {
+	if !p.sh.gated {
 		t.Fatal("the eviction gate was not installed on a fake clientset")
 	}
 	for _, n := range []string{"a", "b", "c"} {
@@ -69,7 +69,7 @@ func TestListingSpendsNothingAndTheEvictionRequestReserves(t *testing.T) {
 			t.Fatalf("PreEvictionFilter(%s) = false while listing, want true: listing must not spend the budget", n)
 		}
 	}
-	if n := p.cache.InFlight(); n != 0 {
+	if n := cacheOf(t, p).InFlight(); n != 0 {
 		t.Fatalf("ledger holds %d reservations after listing, want 0", n)
 	}
 	ctx := context.Background()
@@ -77,7 +77,7 @@ func TestListingSpendsNothingAndTheEvictionRequestReserves(t *testing.T) {
 	if err := evict(ctx, client, "b"); err != nil {
 		t.Fatalf("eviction of b: %v, want accepted", err)
 	}
-	if n := p.cache.InFlight(); n != 1 {
+	if n := cacheOf(t, p).InFlight(); n != 1 {
 		t.Fatalf("ledger holds %d reservations after one eviction, want 1", n)
 	}
 	err := evict(ctx, client, "c")
@@ -156,7 +156,7 @@ func TestGateOnARealClientset(t *testing.T) {
 	srv, real := realClientset(t)
 	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}},
 		fake.NewClientset(objects(webPDB("web", 2).Obj(), "a", "b", "c", "d", "e", "f")...), real)
-	if !p.gated {
+	if !p.sh.gated {
 		t.Fatal("the eviction gate was not installed on a real clientset")
 	}
 	ctx := context.Background()
@@ -164,7 +164,7 @@ func TestGateOnARealClientset(t *testing.T) {
 	if err := evict(ctx, real, "a"); err != nil {
 		t.Fatalf("eviction of a: %v", err)
 	}
-	if n := p.cache.InFlight(); n != 1 {
+	if n := cacheOf(t, p).InFlight(); n != 1 {
 		t.Fatalf("after a was accepted the ledger holds %d reservations, want 1", n)
 	}
 	apiBefore := counter(t, extensionAPIServer, "TooManyRequests")
@@ -180,7 +180,7 @@ func TestGateOnARealClientset(t *testing.T) {
 	if err := evict(ctx, real, "c"); err == nil || !apierrors.IsInternalError(err) {
 		t.Fatalf("eviction of c: %v, want the server's 500", err)
 	}
-	if n := p.cache.InFlight(); n != 1 {
+	if n := cacheOf(t, p).InFlight(); n != 1 {
 		t.Fatalf("after b and c failed the ledger holds %d reservations, want 1 (theirs must be cancelled)", n)
 	}
 	if err := evict(ctx, real, "d"); err != nil {
@@ -208,7 +208,7 @@ func TestGateOnARealClientset(t *testing.T) {
 func TestWithoutTheGatePreEvictionFilterReserves(t *testing.T) {
 	opaque := struct{ kubernetes.Interface }{fake.NewClientset()}
 	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: 100 * time.Millisecond}}, fake.NewClientset(webPDB("web", 1).Obj()), opaque)
-	if p.gated {
+	if p.sh.gated {
 		t.Fatal("the gate claims to sit on a client it cannot wrap")
 	}
 	var got []bool
@@ -220,7 +220,7 @@ func TestWithoutTheGatePreEvictionFilterReserves(t *testing.T) {
 	}
 	// a is never evicted: its reservation must end and free the budget.
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return p.cache.Decide(webPod("b").Obj(), budget.OperationEvict).Allowed, nil
+		return cacheOf(t, p).Decide(webPod("b").Obj(), budget.OperationEvict).Allowed, nil
 	})
 	if err != nil {
 		t.Fatalf("reservation of a never-evicted pod still holds the budget: %v", err)
@@ -251,13 +251,13 @@ func TestProfilesShareOneLedgerAndOneGate(t *testing.T) {
 		cancel()
 		factory.Shutdown()
 	}()
-	if pls[0].cache != pls[1].cache {
+	if cacheOf(t, pls[0]) != cacheOf(t, pls[1]) {
 		t.Fatal("two profiles on one informer factory got different budget caches")
 	}
 	if n := len(client.ReactionChain) - reactors; n != 1 {
 		t.Fatalf("building two profiles added %d reactors, want one gate", n)
 	}
-	if !pls[0].cache.WaitForCacheSync(ctx) {
+	if !cacheOf(t, pls[0]).WaitForCacheSync(ctx) {
 		t.Fatal("budget cache did not sync")
 	}
 	if !pls[0].PreEvictionFilter(webPod("a").Obj()) {
@@ -307,7 +307,7 @@ func TestGateFollowsTheLatestCache(t *testing.T) {
 	// budget allows nothing.
 	pluginOn(t, nil, Options{}, fake.NewClientset(objects(webPDB("web", 2).Obj(), "a")...), real)
 	second := pluginOn(t, nil, Options{}, fake.NewClientset(objects(webPDB("web", 0).Obj(), "a")...), real)
-	if !second.gated {
+	if !second.sh.gated {
 		t.Fatal("the second build has no gate")
 	}
 	err := evict(context.Background(), real, "a")

@@ -29,6 +29,11 @@ const (
 	// ReasonCacheNotSynced: the budget cache did not sync in time, so no
 	// decision could be trusted.
 	ReasonCacheNotSynced = "CacheNotSynced"
+	// ReasonEvictedEarlierInDryRun: in a dry run, an earlier loop
+	// predicted this pod's eviction, and the budget it spent still counts
+	// it; the descheduler restored the pod, but a real run would find it
+	// gone.
+	ReasonEvictedEarlierInDryRun = "EvictedEarlierInDryRun"
 )
 
 const (

@@ -36,7 +36,7 @@ func TestGateRecordsPUBDisruptionBeforeTheEviction(t *testing.T) {
 	disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
 	opts := Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc, disc, nil }}
 	p := pluginOn(t, nil, opts, fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()), real)
-	if !p.cache.PUBEnabled() {
+	if !cacheOf(t, p).PUBEnabled() {
 		t.Fatal("PUB support is off")
 	}
 	ctx := context.Background()

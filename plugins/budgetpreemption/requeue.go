@@ -168,14 +168,22 @@ func pubMayFree(o, n *kruisepolicy.PodUnavailableBudget) bool {
 }
 
 // watchBudgetInformers is watchBudgets on the PDB informer of factory and,
-// when the budget cache takes PUBs into account, the PUB informer of kf.
-// Both are the informers the cache registered, so no new watch starts.
+// once the budget cache takes PUBs into account (at start, or later when
+// their API becomes served), the PUB informer of kf. Both are the informers
+// the cache registered, so no new watch starts.
 func (pl *BudgetAwarePreemption) watchBudgetInformers(ctx context.Context, factory informers.SharedInformerFactory, kf kruiseinformers.SharedInformerFactory) error {
-	var pubs toolscache.SharedIndexInformer
-	if kf != nil && pl.budgets.PUBEnabled() {
-		pubs = kf.Policy().V1alpha1().PodUnavailableBudgets().Informer()
+	if err := pl.watchBudgets(ctx, factory.Policy().V1().PodDisruptionBudgets().Informer(), nil); err != nil {
+		return err
 	}
-	return pl.watchBudgets(ctx, factory.Policy().V1().PodDisruptionBudgets().Informer(), pubs)
+	if kf == nil {
+		return nil
+	}
+	pl.budgets.OnPUBSupport(func() {
+		if err := pl.watchBudgets(ctx, nil, kf.Policy().V1alpha1().PodUnavailableBudgets().Informer()); err != nil {
+			klog.FromContext(ctx).Error(err, "Preemptors blocked by PodUnavailableBudgets wait for the scheduling queue's periodic flush: cannot watch PodUnavailableBudgets")
+		}
+	})
+	return nil
 }
 
 // watchBudgets activates the blocked preemptors on the changes of the PDBs
