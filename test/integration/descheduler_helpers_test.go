@@ -265,18 +265,50 @@ func expectAnswers(t *testing.T, got *evictionCounter, created, tooMany, total i
 // own pods_evicted_total), and the real run's answers.
 func dryRunThenRealRun(t *testing.T, policy, ns, nodeA string) (predicted, performed int, real *evictionCounter) {
 	t.Helper()
+	return dryRunThenRealRunLoops(t, policy, ns, nodeA, 0)
+}
+
+// dryRunThenRealRunLoops is dryRunThenRealRun where each run goes on for
+// loops descheduling loops (0: the dry run until its first prediction, the
+// real run one loop).
+func dryRunThenRealRunLoops(t *testing.T, policy, ns, nodeA string, loops int) (predicted, performed int, real *evictionCounter) {
+	t.Helper()
 	const strategy = "HighNodeUtilization"
 	before := deschedulerEvicted(t, strategy, ns, nodeA)
-	dry := runDeschedulerUntil(t, policy, true, func(*evictionCounter) bool {
-		return deschedulerEvicted(t, strategy, ns, nodeA) > before
-	})
+	until := func(*evictionCounter) bool { return deschedulerEvicted(t, strategy, ns, nodeA) > before }
+	if loops > 0 {
+		until = loopsDone(t, loops)
+	}
+	dry := runDeschedulerUntil(t, policy, true, until)
 	predicted = deschedulerEvicted(t, strategy, ns, nodeA) - before
 	if n := dry.total(); n != 0 {
 		t.Fatalf("dry-run sent %d eviction requests to the API server (answers: %s)", n, dry)
 	}
 	before = deschedulerEvicted(t, strategy, ns, nodeA)
-	real = runDescheduler(t, policy, false)
+	if loops > 0 {
+		real = runDeschedulerUntil(t, policy, false, loopsDone(t, loops))
+	} else {
+		real = runDescheduler(t, policy, false)
+	}
 	performed = deschedulerEvicted(t, strategy, ns, nodeA) - before
 	t.Logf("dry-run predicted %d evictions, the real run performed %d (API answers %s)", predicted, performed, real)
 	return predicted, performed, real
+}
+
+// loopsDone returns a condition for runDeschedulerUntil that holds once
+// the descheduler has completed n more loops, as its loop duration
+// histogram counts them.
+func loopsDone(t *testing.T, n int) func(*evictionCounter) bool {
+	t.Helper()
+	start := loopCount(t)
+	return func(*evictionCounter) bool { return loopCount(t)-start >= uint64(n) }
+}
+
+func loopCount(t *testing.T) uint64 {
+	t.Helper()
+	n, err := testutil.GetHistogramMetricCount(deschedulermetrics.LoopDuration.With(map[string]string{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
