@@ -71,12 +71,9 @@ type BudgetAwareEvictor struct {
 	syncDeadline time.Time
 }
 
-// shared caches are keyed by informer factory, so every profile of one
+// sharedCaches are keyed by informer factory, so every profile of one
 // descheduler shares one ledger and one set of informer handlers.
-var (
-	sharedMu     sync.Mutex
-	sharedCaches = map[informers.SharedInformerFactory]*shared{}
-)
+var sharedCaches budget.PerFactory[*shared]
 
 // shared is what the profiles of one descheduler share: the budget cache,
 // whether the eviction gate is on its client, and the node lister.
@@ -148,11 +145,10 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 	if factory == nil {
 		return nil, fmt.Errorf("%s: the handle has no shared informer factory", PluginName)
 	}
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sh, ok := sharedCaches[factory]; ok {
-		return sh, nil
-	}
+	return sharedCaches.Get(ctx, factory, func() (*shared, error) { return newShared(ctx, handle, factory, opts), nil })
+}
+
+func newShared(ctx context.Context, handle frameworktypes.Handle, factory informers.SharedInformerFactory, opts Options) *shared {
 	_, dryRun := handle.ClientSet().(*fake.Clientset)
 	sh := &shared{
 		ctx:     ctx,
@@ -183,16 +179,7 @@ func sharedFor(ctx context.Context, handle frameworktypes.Handle, opts Options) 
 	if !sh.gated {
 		sh.logger.Info("The descheduler's client cannot carry the eviction gate; PreEvictionFilter reserves budgets instead, which under listing strategies such as RemoveDuplicates may evict fewer pods than the budgets allow", "client", fmt.Sprintf("%T", handle.ClientSet()))
 	}
-	sharedCaches[factory] = sh
-	go func() {
-		<-ctx.Done()
-		sharedMu.Lock()
-		defer sharedMu.Unlock()
-		if sharedCaches[factory] == sh {
-			delete(sharedCaches, factory)
-		}
-	}()
-	return sh, nil
+	return sh
 }
 
 // budgets returns the budget cache, building and starting it on the first

@@ -3,7 +3,6 @@ package budgetpreemption
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
@@ -40,10 +39,7 @@ type sharedBudgets struct {
 	synced chan struct{}
 }
 
-var (
-	sharedMu     sync.Mutex
-	sharedCaches = map[informers.SharedInformerFactory]*sharedBudgets{}
-)
+var sharedCaches budget.PerFactory[*sharedBudgets]
 
 // budgetsFor returns the budget cache of fh's informer factory, building it
 // on the first call. The cache lives until ctx (the scheduler's) ends.
@@ -52,11 +48,10 @@ func budgetsFor(ctx context.Context, fh fwk.Handle) (*sharedBudgets, error) {
 	if factory == nil {
 		return nil, fmt.Errorf("%s: the handle has no shared informer factory", Name)
 	}
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sh, ok := sharedCaches[factory]; ok {
-		return sh, nil
-	}
+	return sharedCaches.Get(ctx, factory, func() (*sharedBudgets, error) { return newSharedBudgets(ctx, fh, factory) })
+}
+
+func newSharedBudgets(ctx context.Context, fh fwk.Handle, factory informers.SharedInformerFactory) (*sharedBudgets, error) {
 	var opts budget.Options
 	sh := &sharedBudgets{synced: make(chan struct{})}
 	if cfg := fh.KubeConfig(); cfg != nil && fh.ClientSet() != nil {
@@ -83,15 +78,6 @@ func budgetsFor(ctx context.Context, fh fwk.Handle) (*sharedBudgets, error) {
 		close(sh.synced)
 		if ok {
 			c.Run(ctx, time.Minute)
-		}
-	}()
-	sharedCaches[factory] = sh
-	go func() {
-		<-ctx.Done()
-		sharedMu.Lock()
-		defer sharedMu.Unlock()
-		if sharedCaches[factory] == sh {
-			delete(sharedCaches, factory)
 		}
 	}()
 	klog.FromContext(ctx).V(2).Info("Budget cache built; every profile on this informer factory shares it", "plugin", Name)
