@@ -237,18 +237,9 @@ func (p *BudgetAwareEvictor) Name() string { return PluginName }
 // cluster-autoscaler is draining, several covering PDBs, or a not-ready pod
 // under an unknown unhealthy-pod eviction policy.
 func (p *BudgetAwareEvictor) Filter(pod *v1.Pod) bool {
-	if reason, ok := p.autoscalerRefuses(pod); ok {
-		return p.refuse(extensionFilter, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
-	}
-	c, ok := p.synced()
+	c, ok := p.checks(extensionFilter, pod)
 	if !ok {
-		return p.refuse(extensionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
-	}
-	if p.nodeBeingDrained(pod) {
-		return p.refuse(extensionFilter, pod, ReasonNodeBeingDrainedByAutoscaler, nodeBeingDrainedMessage(pod))
-	}
-	if refs := p.evictedEarlierInDryRun(c, pod); refs != "" {
-		return p.refuse(extensionFilter, pod, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
+		return false
 	}
 	d := c.Decide(pod, budget.OperationEvict)
 	for _, den := range d.Denials {
@@ -272,19 +263,11 @@ func (p *BudgetAwareEvictor) Filter(pod *v1.Pod) bool {
 // reservation whose pod is still there ends after the ledger's
 // ReservationTTL.
 func (p *BudgetAwareEvictor) PreEvictionFilter(pod *v1.Pod) bool {
-	if reason, ok := p.autoscalerRefuses(pod); ok {
-		return p.refuse(extensionPreEvictionFilter, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
-	}
-	c, ok := p.synced()
+	// The checks again: the autoscaler may have started draining the
+	// node since Filter.
+	c, ok := p.checks(extensionPreEvictionFilter, pod)
 	if !ok {
-		return p.refuse(extensionPreEvictionFilter, pod, ReasonCacheNotSynced, "budget cache not synced")
-	}
-	if p.nodeBeingDrained(pod) {
-		// The autoscaler may have started draining since Filter.
-		return p.refuse(extensionPreEvictionFilter, pod, ReasonNodeBeingDrainedByAutoscaler, nodeBeingDrainedMessage(pod))
-	}
-	if refs := p.evictedEarlierInDryRun(c, pod); refs != "" {
-		return p.refuse(extensionPreEvictionFilter, pod, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
+		return false
 	}
 	if p.sh.gated {
 		if d := c.Decide(pod, budget.OperationEvict); !d.Allowed {
@@ -301,6 +284,27 @@ func (p *BudgetAwareEvictor) PreEvictionFilter(pod *v1.Pod) bool {
 		klog.FromContext(p.ctx).V(3).Info("Reserved disruption budget for eviction", "plugin", PluginName, "pod", klog.KObj(pod), "budgets", d.Spends)
 	}
 	return true
+}
+
+// checks are the refusals Filter and PreEvictionFilter share, before any
+// budget arithmetic: safe-to-evict "false", an unsynced cache, a node
+// cluster-autoscaler is draining, a pod an earlier loop of a dry run
+// evicted. It returns the synced cache, or false once it has refused.
+func (p *BudgetAwareEvictor) checks(point string, pod *v1.Pod) (*budget.Cache, bool) {
+	if reason, ok := p.autoscalerRefuses(pod); ok {
+		return nil, p.refuse(point, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
+	}
+	c, ok := p.synced()
+	if !ok {
+		return nil, p.refuse(point, pod, ReasonCacheNotSynced, "budget cache not synced")
+	}
+	if p.nodeBeingDrained(pod) {
+		return nil, p.refuse(point, pod, ReasonNodeBeingDrainedByAutoscaler, nodeBeingDrainedMessage(pod))
+	}
+	if refs := evictedEarlier(p.sh, c, pod); refs != "" {
+		return nil, p.refuse(point, pod, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
+	}
+	return c, true
 }
 
 func (p *BudgetAwareEvictor) autoscalerRefuses(pod *v1.Pod) (string, bool) {
@@ -350,14 +354,10 @@ func (p *BudgetAwareEvictor) nodesHaveSynced() bool {
 	return p.sh.nodesSynced == nil || p.sh.nodesSynced()
 }
 
-// evictedEarlierInDryRun names the budgets an earlier loop of a dry run
-// spent on this very pod, which the descheduler has restored since: a real
-// run would find the pod gone, so the dry run must not predict its
-// eviction twice. Empty outside a dry run.
-func (p *BudgetAwareEvictor) evictedEarlierInDryRun(c *budget.Cache, pod *v1.Pod) string {
-	return evictedEarlier(p.sh, c, pod)
-}
-
+// evictedEarlier names the budgets an earlier loop of a dry run spent on
+// this very pod, which the descheduler has restored since: a real run would
+// find the pod gone, so the dry run must not predict its eviction twice.
+// Empty outside a dry run.
 func evictedEarlier(sh *shared, c *budget.Cache, pod *v1.Pod) string {
 	if !sh.dryRun {
 		return ""
