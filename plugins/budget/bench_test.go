@@ -8,6 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
@@ -86,6 +89,77 @@ func BenchmarkDecide(b *testing.B) {
 			b.Fatalf("unexpected decision %+v", d)
 		}
 	}
+}
+
+// BenchmarkDecideUpstreamReference asks BenchmarkDecide's question, for
+// the same pods in the same order, the way the Eviction API answers it
+// (k8s.io/kubernetes@v1.36.3 pkg/registry/core/pod/storage/eviction.go):
+// list the namespace's PDBs, convert and match every selector, then check
+// the one that covers the pod. It lists from the informer's indexer, not
+// from the API server, and copies nothing, so it is a lower bound on what
+// upstream spends on the question.
+func BenchmarkDecideUpstreamReference(b *testing.B) {
+	bc := newBenchCluster(b, true)
+	lister := bc.h.factory.Policy().V1().PodDisruptionBudgets().Lister()
+	rng := rand.New(rand.NewSource(1))
+	order := rng.Perm(len(bc.pods))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if !upstreamAllows(lister, bc.pods[order[i%len(order)]]) {
+			b.Fatal("unexpected refusal")
+		}
+	}
+}
+
+// upstreamAllows is the Eviction API's answer: canIgnorePDB,
+// getPodDisruptionBudgets, the unhealthy-pod policy and checkAndDecrement's
+// checks, without the decrement.
+func upstreamAllows(lister policylisters.PodDisruptionBudgetLister, pod *v1.Pod) bool {
+	switch pod.Status.Phase {
+	case v1.PodSucceeded, v1.PodFailed, v1.PodPending:
+		return true
+	}
+	if pod.DeletionTimestamp != nil {
+		return true
+	}
+	all, err := lister.PodDisruptionBudgets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	var pdbs []*policyv1.PodDisruptionBudget
+	for _, pdb := range all {
+		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !selector.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		pdbs = append(pdbs, pdb)
+	}
+	switch len(pdbs) {
+	case 0:
+		return true
+	case 1:
+	default:
+		return false
+	}
+	pdb := pdbs[0]
+	ready := false
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			ready = c.Status == v1.ConditionTrue
+			break
+		}
+	}
+	st := &pdb.Status
+	if !ready {
+		if p := pdb.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow {
+			return true
+		}
+		if st.CurrentHealthy >= st.DesiredHealthy && st.DesiredHealthy > 0 {
+			return true
+		}
+	}
+	return st.ObservedGeneration >= pdb.Generation && st.DisruptionsAllowed > 0 && len(st.DisruptedPods) <= MaxDisruptedPods
 }
 
 // BenchmarkDecideWithLedger decides while 1,000 reservations are held.

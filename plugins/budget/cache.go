@@ -71,7 +71,7 @@ type Cache struct {
 	synced       []toolscache.InformerSynced
 
 	mu         sync.RWMutex
-	pdbs       *selectorIndex[*policyv1.PodDisruptionBudget]
+	pdbs       *selectorIndex[*pdbEntry]
 	pubEnabled bool
 	// onPUBs are called once PUB support turns on (see OnPUBSupport).
 	onPUBs         []func()
@@ -98,7 +98,7 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 	c := &Cache{
 		logger:         klog.FromContext(ctx).WithName("budget"),
 		clock:          clk,
-		pdbs:           newSelectorIndex[*policyv1.PodDisruptionBudget](),
+		pdbs:           newSelectorIndex[*pdbEntry](),
 		pubsBySelector: newSelectorIndex[*kruisepolicy.PodUnavailableBudget](),
 		pubsByTarget:   map[targetKey]map[string]*kruisepolicy.PodUnavailableBudget{},
 		pubsByName:     map[podKey]*kruisepolicy.PodUnavailableBudget{},
@@ -355,7 +355,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 	if sel == nil {
 		c.pdbs.remove(pdb.Namespace, pdb.Name)
 	} else {
-		c.pdbs.set(pdb.Namespace, pdb.Name, sel, pdb)
+		c.pdbs.set(pdb.Namespace, pdb.Name, sel, newPDBEntry(pdb))
 	}
 	c.mu.Unlock()
 	c.ledger.budgetStatusChanged(k, pdb.Status.DisruptedPods)
@@ -442,17 +442,44 @@ func (c *Cache) removePUBLocked(namespace, name string) {
 	}
 }
 
+// pdbEntry is a PDB as the Cache files it, with what a decision needs
+// computed once per PDB event rather than once per decision.
+type pdbEntry struct {
+	pdb *policyv1.PodDisruptionBudget
+	key budgetKey
+	// spends is the PDB's ref alone, with capacity 1: the Spends of every
+	// allowed decision that spends this PDB and no other budget. Decisions
+	// share it; nothing writes to it.
+	spends []BudgetRef
+}
+
+func newPDBEntry(pdb *policyv1.PodDisruptionBudget) *pdbEntry {
+	ref := pdbRef(pdb)
+	return &pdbEntry{pdb: pdb, key: keyOf(ref), spends: []BudgetRef{ref}[:1:1]}
+}
+
 // covering collects the budgets that cover pod. Budget objects come from
 // informers and are never modified.
 func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruisepolicy.PodUnavailableBudget) {
+	entries, pubs := c.coveringInto(pod, nil, nil)
+	pdbs := make([]*policyv1.PodDisruptionBudget, 0, len(entries))
+	for _, e := range entries {
+		pdbs = append(pdbs, e.pdb)
+	}
+	return pdbs, pubs
+}
+
+// coveringInto appends the budgets that cover pod to pdbs and pubs, sorted
+// by name; it allocates nothing when they have room.
+func (c *Cache) coveringInto(pod *v1.Pod, pdbs []*pdbEntry, pubs []*kruisepolicy.PodUnavailableBudget) ([]*pdbEntry, []*kruisepolicy.PodUnavailableBudget) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	pdbs := c.pdbs.matching(pod.Namespace, pod.Labels, nil)
-	pubs := c.pubsForLocked(pod, nil)
+	pdbs, _ = c.pdbs.matching(pod.Namespace, pod.Labels, pdbs)
+	pubs = c.pubsForLocked(pod, pubs)
 	// By name, so that messages naming several budgets do not depend on
 	// map order; usually there is one of each at most.
 	if len(pdbs) > 1 {
-		slices.SortFunc(pdbs, func(a, b *policyv1.PodDisruptionBudget) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(pdbs, func(a, b *pdbEntry) int { return strings.Compare(a.pdb.Name, b.pdb.Name) })
 	}
 	if len(pubs) > 1 {
 		slices.SortFunc(pubs, func(a, b *kruisepolicy.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })

@@ -8,7 +8,6 @@ import (
 
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clientfeatures "k8s.io/client-go/features"
@@ -25,8 +24,7 @@ import (
 func visited(c *Cache, namespace string, podLabels map[string]string) int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n := 0
-	c.pdbs.candidates(namespace, podLabels, func(*selectorEntry[*policyv1.PodDisruptionBudget]) { n++ })
+	_, n := c.pdbs.matching(namespace, podLabels, nil)
 	return n
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -12,72 +13,134 @@ import (
 // spend is one budget a decision consumes, with what the ledger needs to
 // recognise the status update that records it.
 type spend struct {
-	ref     BudgetRef
+	pod *v1.Pod
+	key budgetKey
+	// refs is the budget alone (length and capacity 1); see pdbEntry.spends.
+	refs    []BudgetRef
 	mark    metav1.Time
 	hasMark bool
 }
 
-// decide is the single implementation of rules 1-6. extra holds spends of
+// plannedSpends counts, per budget, the spends of earlier victims of the
+// same plan that are not in the ledger yet. A plan touches few budgets, so
+// a list searched in order costs less than a map.
+type plannedSpends []plannedSpend
+
+type plannedSpend struct {
+	key budgetKey
+	n   int32
+}
+
+func (p plannedSpends) of(k budgetKey) int32 {
+	for i := range p {
+		if p[i].key == k {
+			return p[i].n
+		}
+	}
+	return 0
+}
+
+func (p plannedSpends) add(k budgetKey) plannedSpends {
+	for i := range p {
+		if p[i].key == k {
+			p[i].n++
+			return p
+		}
+	}
+	return append(p, plannedSpend{key: k, n: 1})
+}
+
+// decide is the single implementation of rules 1-6. planned holds spends of
 // earlier victims of the same plan that are not in the ledger yet (may be
-// nil). The caller holds c.ledger.mu (a read lock is enough).
-func (c *Cache) decide(pod *v1.Pod, op Operation, extra map[budgetKey]int32, now time.Time) (Decision, []spend) {
+// empty). When allowed, it appends what the decision spends to spends;
+// when denied, it returns spends as it was. The caller holds c.ledger.mu
+// (a read lock is enough).
+//
+// A pod under one budget costs no allocation when spends has room: the
+// covering budgets are collected on the stack, an allowed decision shares
+// the budget's precomputed Spends, and refusal messages are built only
+// when refusing.
+func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now time.Time, spends []spend) (Decision, []spend) {
 	// Rule 1.
 	if ignoresBudgets(pod) {
-		return Decision{Allowed: true}, nil
+		return Decision{Allowed: true}, spends
 	}
-	pdbs, pubs := c.covering(pod)
+	var pdbBuf [2]*pdbEntry
+	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
+	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
 
 	// Rule 2.
 	if len(pdbs) > 1 {
-		refs := make([]BudgetRef, 0, len(pdbs))
-		names := make([]string, 0, len(pdbs))
-		for _, p := range pdbs {
-			refs = append(refs, pdbRef(p))
-			names = append(names, p.Name)
-		}
-		return Decision{Denials: []Denial{{
-			Budgets: refs,
-			Reason:  ReasonMultiplePDBs,
-			Message: fmt.Sprintf("pod %s/%s is covered by %d PodDisruptionBudgets (%s); the Eviction API refuses a pod with more than one",
-				pod.Namespace, pod.Name, len(pdbs), strings.Join(names, ", ")),
-		}}}, nil
+		return multiplePDBs(pod, pdbs), spends
 	}
 
 	d := Decision{Allowed: true}
-	var spends []spend
-	pk := podKey{pod.Namespace, pod.Name}
-	consider := func(ref BudgetRef, eval func(pending) verdict, recorded map[string]metav1.Time) {
-		k := keyOf(ref)
-		if c.ledger.holds(k, pk, pod.UID, now) {
-			return // this pod's disruption is already counted against k
+	start := len(spends)
+	held := c.ledger.heldBy(podKey{pod.Namespace, pod.Name})
+	// Rules 3 and 4.
+	for _, e := range pdbs {
+		if c.ledger.holdsIn(held, e.key, pod.UID, now) {
+			continue // this pod's disruption is already counted against the PDB
 		}
-		v := eval(pending{inflight: c.ledger.inflight(k, now), planned: extra[k]})
+		v := evaluatePDB(pod, e.pdb, op, pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
 		switch {
 		case v.denial != nil:
 			d.Allowed = false
 			d.Denials = append(d.Denials, *v.denial)
 		case v.spends:
-			s := spend{ref: ref}
-			s.mark, s.hasMark = recorded[pod.Name]
+			s := spend{pod: pod, key: e.key, refs: e.spends}
+			s.mark, s.hasMark = e.pdb.Status.DisruptedPods[pod.Name]
 			spends = append(spends, s)
 		}
 	}
-	// Rules 3 and 4.
-	for _, pdb := range pdbs {
-		consider(pdbRef(pdb), func(n pending) verdict { return evaluatePDB(pod, pdb, op, n) }, pdb.Status.DisruptedPods)
-	}
 	// Rule 5.
 	for _, pub := range pubs {
-		consider(pubRef(pub), func(n pending) verdict { return evaluatePUB(pod, pub, op, n) }, pub.Status.DisruptedPods)
+		k := budgetKey{KindPUB, pub.Namespace, pub.Name}
+		if c.ledger.holdsIn(held, k, pod.UID, now) {
+			continue
+		}
+		v := evaluatePUB(pod, pub, op, pending{inflight: c.ledger.inflight(k, now), planned: planned.of(k)})
+		switch {
+		case v.denial != nil:
+			d.Allowed = false
+			d.Denials = append(d.Denials, *v.denial)
+		case v.spends:
+			s := spend{pod: pod, key: k, refs: []BudgetRef{pubRef(pub)}}
+			s.mark, s.hasMark = pub.Status.DisruptedPods[pod.Name]
+			spends = append(spends, s)
+		}
 	}
 	// Rule 6.
 	if !d.Allowed {
-		return d, nil
+		return d, spends[:start]
 	}
-	for _, s := range spends {
-		d.Spends = append(d.Spends, s.ref)
+	switch mine := spends[start:]; len(mine) {
+	case 0:
+	case 1:
+		d.Spends = mine[0].refs
+	default:
+		d.Spends = make([]BudgetRef, 0, len(mine))
+		for _, s := range mine {
+			d.Spends = append(d.Spends, s.refs[0])
+		}
 	}
 	return d, spends
+}
+
+// multiplePDBs is rule 2's refusal.
+func multiplePDBs(pod *v1.Pod, pdbs []*pdbEntry) Decision {
+	refs := make([]BudgetRef, 0, len(pdbs))
+	names := make([]string, 0, len(pdbs))
+	for _, e := range pdbs {
+		refs = append(refs, e.spends[0])
+		names = append(names, e.pdb.Name)
+	}
+	return Decision{Denials: []Denial{{
+		Budgets: refs,
+		Reason:  ReasonMultiplePDBs,
+		Message: fmt.Sprintf("pod %s/%s is covered by %d PodDisruptionBudgets (%s); the Eviction API refuses a pod with more than one",
+			pod.Namespace, pod.Name, len(pdbs), strings.Join(names, ", ")),
+	}}}
 }
 
 // Decide answers whether pod may be disrupted by op now, counting the
@@ -85,7 +148,8 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, extra map[budgetKey]int32, now
 func (c *Cache) Decide(pod *v1.Pod, op Operation) Decision {
 	c.ledger.mu.RLock()
 	defer c.ledger.mu.RUnlock()
-	d, _ := c.decide(pod, op, nil, c.clock.Now())
+	var buf [2]spend
+	d, _ := c.decide(pod, op, nil, c.clock.Now(), buf[:0])
 	return d
 }
 
@@ -96,28 +160,33 @@ func (c *Cache) Reserve(pod *v1.Pod, op Operation) (Decision, *Reservation) {
 	c.ledger.mu.Lock()
 	defer c.ledger.mu.Unlock()
 	now := c.clock.Now()
-	d, spends := c.decide(pod, op, nil, now)
+	var buf [2]spend
+	d, spends := c.decide(pod, op, nil, now, buf[:0])
 	if !d.Allowed || len(spends) == 0 {
 		return d, nil
 	}
-	r := &Reservation{l: c.ledger}
-	c.recordLocked(r, pod, spends, now)
-	return d, r
+	return d, c.recordLocked(spends, now)
 }
 
-func (c *Cache) recordLocked(r *Reservation, pod *v1.Pod, spends []spend, now time.Time) {
-	for _, s := range spends {
-		e := &entry{
-			budget:  keyOf(s.ref),
-			pod:     podKey{pod.Namespace, pod.Name},
-			podUID:  pod.UID,
+// recordLocked adds an entry to the ledger for each spend and returns them
+// as one reservation. The caller holds c.ledger.mu for writing.
+func (c *Cache) recordLocked(spends []spend, now time.Time) *Reservation {
+	entries := make([]entry, len(spends))
+	r := &Reservation{l: c.ledger, entries: make([]*entry, len(spends))}
+	for i, s := range spends {
+		e := &entries[i]
+		*e = entry{
+			budget:  s.key,
+			pod:     podKey{s.pod.Namespace, s.pod.Name},
+			podUID:  s.pod.UID,
 			created: now,
 			mark:    s.mark,
 			hasMark: s.hasMark,
 		}
 		c.ledger.add(e)
-		r.entries = append(r.entries, e)
+		r.entries[i] = e
 	}
+	return r
 }
 
 // Plan accumulates the victims of one disruption (for example every pod
@@ -127,29 +196,32 @@ func (c *Cache) recordLocked(r *Reservation, pod *v1.Pod, spends []spend, now ti
 type Plan struct {
 	c     *Cache
 	op    Operation
-	spent map[budgetKey]int32
+	spent plannedSpends
 	pods  []*v1.Pod
+	// Room for a preemption-sized plan without growing.
+	spentBuf [4]plannedSpend
+	podsBuf  [4]*v1.Pod
 }
 
 // NewPlan starts an empty plan for operation op.
 func (c *Cache) NewPlan(op Operation) *Plan {
-	return &Plan{c: c, op: op}
+	p := &Plan{c: c, op: op}
+	p.spent, p.pods = p.spentBuf[:0], p.podsBuf[:0]
+	return p
 }
 
 // Add decides for pod as if every pod already added were being disrupted
 // too. When allowed, pod joins the plan.
 func (p *Plan) Add(pod *v1.Pod) Decision {
+	var buf [2]spend
 	p.c.ledger.mu.RLock()
-	d, spends := p.c.decide(pod, p.op, p.spent, p.c.clock.Now())
+	d, spends := p.c.decide(pod, p.op, p.spent, p.c.clock.Now(), buf[:0])
 	p.c.ledger.mu.RUnlock()
 	if !d.Allowed {
 		return d
 	}
 	for _, s := range spends {
-		if p.spent == nil {
-			p.spent = map[budgetKey]int32{}
-		}
-		p.spent[keyOf(s.ref)]++
+		p.spent = p.spent.add(s.key)
 	}
 	p.pods = append(p.pods, pod)
 	return d
@@ -177,27 +249,22 @@ func (p *Plan) Reserve() (*Reservation, error) {
 	c.ledger.mu.Lock()
 	defer c.ledger.mu.Unlock()
 	now := c.clock.Now()
-	var r *Reservation
-	spent := map[budgetKey]int32{}
-	var all [][]spend
+	var spentBuf [4]plannedSpend
+	var spendBuf [4]spend
+	spent, all := plannedSpends(spentBuf[:0]), spendBuf[:0]
 	for _, pod := range p.pods {
-		d, spends := c.decide(pod, p.op, spent, now)
+		before := len(all)
+		var d Decision
+		d, all = c.decide(pod, p.op, spent, now, all)
 		if !d.Allowed {
 			return nil, &DeniedError{Pod: pod, Decision: d}
 		}
-		for _, s := range spends {
-			spent[keyOf(s.ref)]++
+		for _, s := range all[before:] {
+			spent = spent.add(s.key)
 		}
-		all = append(all, spends)
 	}
-	for i, pod := range p.pods {
-		if len(all[i]) == 0 {
-			continue
-		}
-		if r == nil {
-			r = &Reservation{l: c.ledger}
-		}
-		c.recordLocked(r, pod, all[i], now)
+	if len(all) == 0 {
+		return nil, nil
 	}
-	return r, nil
+	return c.recordLocked(all, now), nil
 }

@@ -84,13 +84,13 @@ func (c *Cache) Explain(pod *v1.Pod) Explanation {
 	pdbs, pubs := c.covering(pod)
 	now := c.clock.Now()
 	x := Explanation{IgnoresBudgets: ignoresBudgets(pod), Ready: podReady(pod)}
-	x.Evict, _ = c.decide(pod, OperationEvict, nil, now)
-	x.Delete, _ = c.decide(pod, OperationDelete, nil, now)
+	x.Evict, _ = c.decide(pod, OperationEvict, nil, now, nil)
+	x.Delete, _ = c.decide(pod, OperationDelete, nil, now, nil)
 
-	pk := podKey{pod.Namespace, pod.Name}
+	held := c.ledger.heldBy(podKey{pod.Namespace, pod.Name})
 	verdictOf := func(ref BudgetRef, eval func(Operation, pending) verdict, op Operation) BudgetVerdict {
 		k := keyOf(ref)
-		if x.IgnoresBudgets || c.ledger.holds(k, pk, pod.UID, now) {
+		if x.IgnoresBudgets || c.ledger.holdsIn(held, k, pod.UID, now) {
 			return BudgetVerdict{}
 		}
 		v := eval(op, pending{inflight: c.ledger.inflight(k, now)})

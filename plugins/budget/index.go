@@ -1,11 +1,13 @@
 package budget
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 )
 
-// labelPair is one label key=value, used as an index key without allocating.
+// labelPair is one label key=value.
 type labelPair struct{ key, value string }
 
 // selectorIndex finds the objects whose label selector may match a pod's
@@ -17,8 +19,13 @@ type labelPair struct{ key, value string }
 // selectors made only of Exists, DoesNotExist, NotIn, !=) are kept in a
 // per-namespace "always check" list. Objects whose selector matches nothing
 // (nil, invalid) are not filed at all. The cost of a lookup is therefore the
-// pod's label count plus the number of selectors that share a label pair
-// with the pod, independent of budgets in other namespaces.
+// smaller of the pod's label count and the number of label keys the
+// namespace's selectors are filed under, plus the number of selectors that
+// share a label pair with the pod, independent of budgets in other
+// namespaces.
+//
+// Lookups allocate nothing when out has room. The lists are slices, not
+// maps, so that walking them costs no map iteration.
 //
 // selectorIndex is not safe for concurrent use; the Cache guards it.
 type selectorIndex[T any] struct {
@@ -27,15 +34,25 @@ type selectorIndex[T any] struct {
 
 type namespaceIndex[T any] struct {
 	entries map[string]*selectorEntry[T] // every entry, by name
-	byPair  map[labelPair]map[string]*selectorEntry[T]
-	always  map[string]*selectorEntry[T]
+	// keys are the label keys entries are filed under, each with its
+	// entries by label value; a namespace has few.
+	keys   []*keyIndex[T]
+	always []*selectorEntry[T]
+}
+
+type keyIndex[T any] struct {
+	key     string
+	byValue map[string][]*selectorEntry[T]
 }
 
 type selectorEntry[T any] struct {
 	name     string
 	selector labels.Selector
 	pairs    []labelPair // where it is filed; empty when in "always"
-	value    T
+	// filedOnly is true when the requirement it is filed under is the
+	// selector's only one: a pod that carries one of pairs matches it.
+	filedOnly bool
+	value     T
 }
 
 func newSelectorIndex[T any]() *selectorIndex[T] {
@@ -43,8 +60,9 @@ func newSelectorIndex[T any]() *selectorIndex[T] {
 }
 
 // indexPairs returns the label pairs under which a selector is filed, or nil
-// when it has no equality requirement.
-func indexPairs(sel labels.Selector) []labelPair {
+// when it has no equality requirement, and whether that requirement is the
+// selector's only one.
+func indexPairs(sel labels.Selector) ([]labelPair, bool) {
 	reqs, _ := sel.Requirements()
 	for _, r := range reqs {
 		switch r.Operator() {
@@ -54,10 +72,10 @@ func indexPairs(sel labels.Selector) []labelPair {
 			for _, v := range vals {
 				pairs = append(pairs, labelPair{key: r.Key(), value: v})
 			}
-			return pairs
+			return pairs, len(reqs) == 1
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // set files (or re-files) name in namespace under selector sel.
@@ -65,27 +83,38 @@ func (x *selectorIndex[T]) set(namespace, name string, sel labels.Selector, valu
 	x.remove(namespace, name)
 	ns := x.namespaces[namespace]
 	if ns == nil {
-		ns = &namespaceIndex[T]{
-			entries: map[string]*selectorEntry[T]{},
-			byPair:  map[labelPair]map[string]*selectorEntry[T]{},
-			always:  map[string]*selectorEntry[T]{},
-		}
+		ns = &namespaceIndex[T]{entries: map[string]*selectorEntry[T]{}}
 		x.namespaces[namespace] = ns
 	}
-	e := &selectorEntry[T]{name: name, selector: sel, pairs: indexPairs(sel), value: value}
+	e := &selectorEntry[T]{name: name, selector: sel, value: value}
+	e.pairs, e.filedOnly = indexPairs(sel)
 	ns.entries[name] = e
 	if len(e.pairs) == 0 {
-		ns.always[name] = e
+		ns.always = append(ns.always, e)
 		return
 	}
 	for _, p := range e.pairs {
-		m := ns.byPair[p]
-		if m == nil {
-			m = map[string]*selectorEntry[T]{}
-			ns.byPair[p] = m
+		k := ns.key(p.key)
+		if k == nil {
+			k = &keyIndex[T]{key: p.key, byValue: map[string][]*selectorEntry[T]{}}
+			ns.keys = append(ns.keys, k)
 		}
-		m[name] = e
+		k.byValue[p.value] = append(k.byValue[p.value], e)
 	}
+}
+
+func (ns *namespaceIndex[T]) key(key string) *keyIndex[T] {
+	for _, k := range ns.keys {
+		if k.key == key {
+			return k
+		}
+	}
+	return nil
+}
+
+// without removes e from list, in place.
+func without[T any](list []*selectorEntry[T], e *selectorEntry[T]) []*selectorEntry[T] {
+	return slices.DeleteFunc(list, func(o *selectorEntry[T]) bool { return o == e })
 }
 
 // remove drops name from namespace; a no-op when absent.
@@ -99,13 +128,19 @@ func (x *selectorIndex[T]) remove(namespace, name string) {
 		return
 	}
 	delete(ns.entries, name)
-	delete(ns.always, name)
+	ns.always = without(ns.always, e)
 	for _, p := range e.pairs {
-		if m := ns.byPair[p]; m != nil {
-			delete(m, name)
-			if len(m) == 0 {
-				delete(ns.byPair, p)
-			}
+		k := ns.key(p.key)
+		if k == nil {
+			continue
+		}
+		if list := without(k.byValue[p.value], e); len(list) > 0 {
+			k.byValue[p.value] = list
+		} else {
+			delete(k.byValue, p.value)
+		}
+		if len(k.byValue) == 0 {
+			ns.keys = slices.DeleteFunc(ns.keys, func(o *keyIndex[T]) bool { return o == k })
 		}
 	}
 	if len(ns.entries) == 0 {
@@ -122,33 +157,43 @@ func (x *selectorIndex[T]) len() int {
 	return n
 }
 
-// candidates calls fn for every entry in namespace whose selector may match
-// podLabels. fn must still evaluate the selector: candidates only narrows.
-func (x *selectorIndex[T]) candidates(namespace string, podLabels map[string]string, fn func(*selectorEntry[T])) {
+// matching appends to out the values whose selector matches podLabels, and
+// returns how many selectors it looked at (for tests of the lookup's cost).
+// It allocates nothing when out has room for the result.
+func (x *selectorIndex[T]) matching(namespace string, podLabels map[string]string, out []T) ([]T, int) {
 	ns := x.namespaces[namespace]
 	if ns == nil {
-		return
+		return out, 0
 	}
-	for _, e := range ns.always {
-		fn(e)
-	}
-	if len(ns.byPair) == 0 {
-		return
-	}
-	for k, v := range podLabels {
-		for _, e := range ns.byPair[labelPair{key: k, value: v}] {
-			fn(e)
-		}
-	}
-}
-
-// matching appends to out the values whose selector matches podLabels.
-func (x *selectorIndex[T]) matching(namespace string, podLabels map[string]string, out []T) []T {
 	set := labels.Set(podLabels)
-	x.candidates(namespace, podLabels, func(e *selectorEntry[T]) {
+	visited := len(ns.always)
+	for _, e := range ns.always {
 		if e.selector.Matches(set) {
 			out = append(out, e.value)
 		}
-	})
-	return out
+	}
+	// Each entry is filed under one key, and a pod has one value per key,
+	// so no entry is found twice.
+	visit := func(list []*selectorEntry[T]) {
+		visited += len(list)
+		for _, e := range list {
+			if e.filedOnly || e.selector.Matches(set) {
+				out = append(out, e.value)
+			}
+		}
+	}
+	if len(ns.keys) <= len(podLabels) {
+		for _, k := range ns.keys {
+			if v, ok := podLabels[k.key]; ok {
+				visit(k.byValue[v])
+			}
+		}
+		return out, visited
+	}
+	for key, v := range podLabels {
+		if k := ns.key(key); k != nil {
+			visit(k.byValue[v])
+		}
+	}
+	return out, visited
 }

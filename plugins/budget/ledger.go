@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -82,9 +83,13 @@ type entry struct {
 
 // budgetState is the ledger's view of one budget.
 type budgetState struct {
-	entries map[*entry]struct{}
+	// entries are in no particular order; a budget has few, and a slice
+	// is cheaper to count than a map is to iterate.
+	entries []*entry
 	// statusAt is when the latest status update of the budget was received.
 	statusAt time.Time
+	// inline holds the first entries without another allocation.
+	inline [2]*entry
 }
 
 // ledger records in-flight disruptions. It is safe for concurrent use.
@@ -128,7 +133,7 @@ func (l *ledger) inflight(k budgetKey, now time.Time) int32 {
 		return 0
 	}
 	var n int32
-	for e := range bs.entries {
+	for _, e := range bs.entries {
 		if l.live(e, bs, now) {
 			n++
 		}
@@ -136,11 +141,19 @@ func (l *ledger) inflight(k budgetKey, now time.Time) int32 {
 	return n
 }
 
-// holds reports whether pod already has a live entry against k: its
-// disruption is counted and deciding about it again spends nothing new.
-// Caller holds mu.
-func (l *ledger) holds(k budgetKey, pod podKey, uid types.UID, now time.Time) bool {
-	for _, e := range l.pods[pod] {
+// heldBy returns the entries of pod, for holdsIn. Caller holds mu.
+func (l *ledger) heldBy(pod podKey) []*entry {
+	if len(l.pods) == 0 {
+		return nil
+	}
+	return l.pods[pod]
+}
+
+// holdsIn reports whether one of held, a pod's entries, is a live entry
+// of the pod with uid against k: its disruption is counted and deciding
+// about it again spends nothing new. Caller holds mu.
+func (l *ledger) holdsIn(held []*entry, k budgetKey, uid types.UID, now time.Time) bool {
+	for _, e := range held {
 		if e.budget == k && e.podUID == uid && l.live(e, l.budgets[k], now) {
 			return true
 		}
@@ -148,9 +161,9 @@ func (l *ledger) holds(k budgetKey, pod podKey, uid types.UID, now time.Time) bo
 	return false
 }
 
-// heldBy returns the budgets that live entries of the pod (name and UID)
-// hold. Caller holds mu (read is enough).
-func (l *ledger) heldBy(pod podKey, uid types.UID, now time.Time) []budgetKey {
+// liveBudgetsOf returns the budgets that live entries of the pod (name and
+// UID) hold. Caller holds mu (read is enough).
+func (l *ledger) liveBudgetsOf(pod podKey, uid types.UID, now time.Time) []budgetKey {
 	var keys []budgetKey
 	for _, e := range l.pods[pod] {
 		if e.podUID == uid && l.live(e, l.budgets[e.budget], now) {
@@ -164,17 +177,20 @@ func (l *ledger) heldBy(pod podKey, uid types.UID, now time.Time) []budgetKey {
 func (l *ledger) add(e *entry) {
 	bs := l.budgets[e.budget]
 	if bs == nil {
-		bs = &budgetState{entries: map[*entry]struct{}{}}
+		bs = &budgetState{}
+		bs.entries = bs.inline[:0]
 		l.budgets[e.budget] = bs
 	}
-	bs.entries[e] = struct{}{}
+	bs.entries = append(bs.entries, e)
 	l.pods[e.pod] = append(l.pods[e.pod], e)
 }
 
 // drop removes an entry. Caller holds mu for writing.
 func (l *ledger) drop(e *entry) {
 	if bs := l.budgets[e.budget]; bs != nil {
-		delete(bs.entries, e)
+		if i := slices.Index(bs.entries, e); i >= 0 {
+			bs.entries = slices.Delete(bs.entries, i, i+1)
+		}
 		if len(bs.entries) == 0 {
 			// statusAt only matters against entries' gone times.
 			delete(l.budgets, e.budget)
@@ -200,8 +216,9 @@ func (l *ledger) sweep(k budgetKey, now time.Time) {
 	if bs == nil {
 		return
 	}
-	for e := range bs.entries {
-		if !l.live(e, bs, now) {
+	// Backwards, so that dropping an entry moves none still to be seen.
+	for i := len(bs.entries) - 1; i >= 0; i-- {
+		if e := bs.entries[i]; !l.live(e, bs, now) {
 			l.drop(e)
 		}
 	}
@@ -241,7 +258,8 @@ func (l *ledger) budgetStatusChanged(k budgetKey, recorded ...map[string]metav1.
 		return
 	}
 	bs.statusAt = now
-	for e := range bs.entries {
+	for i := len(bs.entries) - 1; i >= 0; i-- {
+		e := bs.entries[i]
 		for _, m := range recorded {
 			if t, ok := m[e.pod.name]; ok && (!e.hasMark || !t.Equal(&e.mark)) {
 				l.drop(e)
@@ -257,8 +275,8 @@ func (l *ledger) budgetDeleted(k budgetKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if bs := l.budgets[k]; bs != nil {
-		for e := range bs.entries {
-			l.drop(e)
+		for i := len(bs.entries) - 1; i >= 0; i-- {
+			l.drop(bs.entries[i])
 		}
 	}
 	delete(l.budgets, k)
@@ -330,7 +348,7 @@ func (r *Reservation) CancelPod(namespace, name string) {
 func (c *Cache) HeldBy(pod *v1.Pod) []BudgetRef {
 	c.ledger.mu.RLock()
 	defer c.ledger.mu.RUnlock()
-	keys := c.ledger.heldBy(podKey{pod.Namespace, pod.Name}, pod.UID, c.clock.Now())
+	keys := c.ledger.liveBudgetsOf(podKey{pod.Namespace, pod.Name}, pod.UID, c.clock.Now())
 	refs := make([]BudgetRef, 0, len(keys))
 	for _, k := range keys {
 		refs = append(refs, BudgetRef{Kind: k.kind, Namespace: k.namespace, Name: k.name})

@@ -58,7 +58,9 @@ func (c *Cache) pubsForLocked(pod *v1.Pod, out []*kruisepolicy.PodUnavailableBud
 			add(p)
 		}
 	}
-	for _, p := range c.pubsBySelector.matching(pod.Namespace, pod.Labels, nil) {
+	var buf [2]*kruisepolicy.PodUnavailableBudget
+	selected, _ := c.pubsBySelector.matching(pod.Namespace, pod.Labels, buf[:0])
+	for _, p := range selected {
 		add(p)
 	}
 	if len(c.pubsByTarget) == 0 {

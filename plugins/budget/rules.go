@@ -94,7 +94,6 @@ func (p pending) shortfall() string {
 // evaluatePDB applies rules 3 and 4 of DESIGN.md for one covering PDB,
 // counting n against it.
 func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n pending) verdict {
-	ref := pdbRef(pdb)
 	st := &pdb.Status
 	inflight := n.total()
 	healthy := st.CurrentHealthy - inflight
@@ -111,7 +110,7 @@ func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n
 			}
 			// The application is disrupted: the pod needs the budget.
 		default:
-			return deny(ref, ReasonUnknownUnhealthyPodEvictionPolicy,
+			return deny(pdbRef(pdb), ReasonUnknownUnhealthyPodEvictionPolicy,
 				"unhealthyPodEvictionPolicy %q is not one of AlwaysAllow, IfHealthyBudget; a pod that is not ready is refused",
 				*policy)
 		}
@@ -119,15 +118,15 @@ func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n
 
 	// Rule 4, in the Eviction API's order.
 	if st.ObservedGeneration < pdb.Generation {
-		return deny(ref, ReasonStaleStatus,
+		return deny(pdbRef(pdb), ReasonStaleStatus,
 			"status is stale (observedGeneration %d < generation %d); the disruption controller has not processed the latest spec",
 			st.ObservedGeneration, pdb.Generation)
 	}
 	if st.DisruptionsAllowed < 0 {
-		return deny(ref, ReasonNegativeAllowed, "disruptionsAllowed is negative (%d)", st.DisruptionsAllowed)
+		return deny(pdbRef(pdb), ReasonNegativeAllowed, "disruptionsAllowed is negative (%d)", st.DisruptionsAllowed)
 	}
 	if n := len(st.DisruptedPods); n > MaxDisruptedPods {
-		return deny(ref, ReasonTooManyDisruptedPods,
+		return deny(pdbRef(pdb), ReasonTooManyDisruptedPods,
 			"%d disrupted pods await confirmation by the disruption controller (at most %d)", n, MaxDisruptedPods)
 	}
 	if _, ok := st.DisruptedPods[pod.Name]; ok && op == OperationDelete {
@@ -137,7 +136,7 @@ func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n
 		return free
 	}
 	if st.DisruptionsAllowed-inflight < 1 {
-		return deny(ref, ReasonInsufficientBudget, "%s", pdbNumbers(st, n, podReady(pod)))
+		return deny(pdbRef(pdb), ReasonInsufficientBudget, "%s", pdbNumbers(st, n, podReady(pod)))
 	}
 	return verdict{spends: true}
 }
@@ -172,7 +171,6 @@ func pubProtects(pub *kruisepolicy.PodUnavailableBudget, op Operation) bool {
 // evaluatePUB applies rule 5 of DESIGN.md for one covering PUB, in the order
 // of Kruise's PodUnavailableBudgetValidatePod, counting n against it.
 func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operation, n pending) verdict {
-	ref := pubRef(pub)
 	st := &pub.Status
 	switch {
 	case pod.Annotations[AnnotationPUBNoProtect] == "true":
@@ -191,14 +189,14 @@ func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operati
 		return free
 	}
 	if n := len(st.DisruptedPods) + len(st.UnavailablePods); n > MaxDisruptedPods {
-		return deny(ref, ReasonTooManyDisruptedPods,
+		return deny(pubRef(pub), ReasonTooManyDisruptedPods,
 			"%d disrupted or unavailable pods await confirmation by the PUB controller (at most %d)", n, MaxDisruptedPods)
 	}
 	if st.UnavailableAllowed < 0 {
-		return deny(ref, ReasonNegativeAllowed, "unavailableAllowed is negative (%d)", st.UnavailableAllowed)
+		return deny(pubRef(pub), ReasonNegativeAllowed, "unavailableAllowed is negative (%d)", st.UnavailableAllowed)
 	}
 	if st.UnavailableAllowed-n.total() < 1 {
-		return deny(ref, ReasonInsufficientBudget, "%d available, %d desired, %d unavailable allowed%s",
+		return deny(pubRef(pub), ReasonInsufficientBudget, "%d available, %d desired, %d unavailable allowed%s",
 			st.CurrentAvailable, st.DesiredAvailable, st.UnavailableAllowed, n.shortfall())
 	}
 	return verdict{spends: true}
