@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
@@ -14,6 +15,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
@@ -37,7 +40,15 @@ func newHarness(t testing.TB) *harness {
 	clk := testingclock.NewFakeClock(epoch)
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 	kf := kruiseinformers.NewSharedInformerFactory(kruisefake.NewSimpleClientset(), 0)
-	c, err := New(context.Background(), factory, Options{Clock: clk, KruiseInformers: kf})
+	// A benchmark prints everything logged, into the lines benchstat
+	// reads: the Cache logs nothing there. Tests log through ktesting.
+	var logger klog.Logger
+	if _, bench := t.(*testing.B); bench {
+		logger = klog.LoggerWithName(logr.Discard(), "budget")
+	} else {
+		logger = ktesting.NewLogger(t, ktesting.NewConfig())
+	}
+	c, err := New(klog.NewContext(context.Background(), logger), factory, Options{Clock: clk, KruiseInformers: kf})
 	if err != nil {
 		t.Fatal(err)
 	}
