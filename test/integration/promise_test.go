@@ -35,7 +35,7 @@ func TestPromiseAllActors(t *testing.T) {
 		apps: budgets, replicas: 4, nodes: 7, podCPU: "250m", nodeCPU: "4",
 		waveSize: 3, preemptorCPU: "1", waveHold: 3 * time.Second,
 		descheduleEvery: 2 * time.Second, podLifeTime: 10 * time.Second,
-		evictEvery:      150 * time.Millisecond, flapEvery: 400 * time.Millisecond, editEvery: 2 * time.Second,
+		evictEvery: 150 * time.Millisecond, flapEvery: 400 * time.Millisecond, editEvery: 2 * time.Second,
 		disruptions: *promiseDisruptions, maxDuration: 150 * time.Second,
 	})
 	t.Log(r.summary())
