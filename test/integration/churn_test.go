@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,10 +51,12 @@ const (
 // churnConfig sizes a churn.
 type churnConfig struct {
 	seed int64
-	// apps is the number of ReplicaSets, each under one PDB, of replicas
-	// pods that request podCPU each; nodes of nodeCPU CPUs hold them.
-	apps, replicas, nodes int
-	podCPU, nodeCPU       string
+	// apps is the number of ReplicaSets, each under one budget, of
+	// replicas pods that request podCPU each; nodes of nodeCPU CPUs hold
+	// them. The first pubApps have a PodUnavailableBudget (by selector or
+	// targetRef, its status simulated), the others a PDB.
+	apps, pubApps, replicas, nodes int
+	podCPU, nodeCPU                string
 	// waveSize preemptors of preemptorCPU each per preemption wave; a
 	// wave's preemptors are deleted after waveHold, bound or not.
 	waveSize     int
@@ -174,6 +178,31 @@ func randomPDBSpec(rng *rand.Rand, replicas int) policyv1.PodDisruptionBudgetSpe
 	return spec
 }
 
+// randomPUB is a PodUnavailableBudget for app, by selector or by
+// targetRef to its ReplicaSet, with an integer or percentage
+// maxUnavailable or minAvailable; the sandbox simulates its status.
+func randomPUB(rng *rand.Rand, app string) *kruisepolicy.PodUnavailableBudget {
+	w := testobj.MakePUB().Name(app)
+	if rng.IntN(2) == 0 {
+		w.MatchLabels("app", app)
+	} else {
+		w.TargetRef("apps/v1", "ReplicaSet", app)
+	}
+	switch rng.IntN(4) {
+	case 0:
+		w.MaxUnavailable(intstr.FromInt32(int32(1 + rng.IntN(2))))
+	case 1:
+		w.MinAvailable(intstr.FromInt32(int32(2 + rng.IntN(2))))
+	case 2:
+		w.MaxUnavailable(intstr.FromString([]string{"25%", "50%"}[rng.IntN(2)]))
+	default:
+		w.MinAvailable(intstr.FromString([]string{"50%", "75%"}[rng.IntN(2)]))
+	}
+	pub := w.Obj()
+	pub.Labels = map[string]string{simulatedPUBLabel: "true"}
+	return pub
+}
+
 func describePDBSpec(s policyv1.PodDisruptionBudgetSpec) string {
 	var parts []string
 	if s.MinAvailable != nil {
@@ -200,6 +229,8 @@ type churn struct {
 	scheds [2]string
 	runner kubernetes.Interface
 	apps   []string
+	// pdbApps and pubApps are the apps under a PDB and under a PUB.
+	pdbApps, pubApps []string
 	// seen holds every app pod UID seen, for the progress count.
 	seenMu sync.Mutex
 	seen   map[types.UID]bool
@@ -232,6 +263,7 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 			{UserAgentPrefix: deschedulerUserAgent, Component: audit.ComponentDescheduler},
 		},
 		Ignore: []string{"sandbox-kubelet", churnRunnerUserAgent},
+		PUBs:   true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -270,13 +302,19 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		tmpl := testobj.MakePod().Label("app", name).Label("churn", "app").PriorityClass(c.low).GracePeriod(0).
 			SchedulerName(c.scheds[i%2]).OnNodes(c.nodes...).Container("app", cfg.podCPU).Template()
 		env.CreateReplicaSet(t, c.ns, testobj.MakeReplicaSet().Name(name).Replicas(int32(cfg.replicas)).Template(tmpl))
+		if i < cfg.pubApps {
+			c.pubApps = append(c.pubApps, name)
+			testenv.Create(t, cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(c.ns), randomPUB(setupRNG, name))
+			continue
+		}
+		c.pdbApps = append(c.pdbApps, name)
 		pdb := testobj.MakePDB().Name(name).MatchLabels("app", name).Obj()
 		pdb.Spec = randomPDBSpec(setupRNG, cfg.replicas)
 		pdb.Spec.Selector = testobj.Selector("app", name)
 		testenv.Create(t, cp.Client.PolicyV1().PodDisruptionBudgets(c.ns), pdb)
 	}
 	env.WaitForReadyPods(t, c.ns, map[string]string{"churn": "app"}, cfg.apps*cfg.replicas)
-	testenv.WaitFor(t, testenv.DefaultWait, "every PDB's status up to date", func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, testenv.DefaultWait, "every budget's status up to date", func(ctx context.Context) (bool, error) {
 		list, err := cp.Client.PolicyV1().PodDisruptionBudgets(c.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -284,6 +322,15 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		for _, p := range list.Items {
 			if p.Status.ObservedGeneration < p.Generation || p.Status.ExpectedPods != int32(cfg.replicas) {
 				return false, fmt.Errorf("pdb %s: %+v", p.Name, p.Status)
+			}
+		}
+		pubs, err := cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(c.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pubs.Items {
+			if p.Status.ObservedGeneration < p.Generation || p.Status.TotalReplicas != int32(cfg.replicas) {
+				return false, fmt.Errorf("pub %s: %+v", p.Name, p.Status)
 			}
 		}
 		return true, nil
@@ -439,11 +486,13 @@ func (c *churn) preemptionWaves(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// directEvictions posts an eviction of a random app pod every evictEvery,
-// as kubectl drain would: the API server checks the PDB.
+// directEvictions posts an eviction of a random pod of an app under a PDB
+// every evictEvery, as kubectl drain would: the API server checks the PDB.
+// Apps under a PUB are left alone: no OpenKruise webhook runs here to
+// refuse what their PUB forbids, as it would in a cluster.
 func (c *churn) directEvictions(ctx context.Context, rng *rand.Rand, client kubernetes.Interface) {
 	for sleep(ctx, rng, c.cfg.evictEvery) {
-		pods := c.appPods(ctx)
+		pods := slices.DeleteFunc(c.appPods(ctx), func(p corev1.Pod) bool { return slices.Contains(c.pubApps, p.Labels["app"]) })
 		if len(pods) == 0 {
 			continue
 		}
@@ -484,7 +533,7 @@ func (c *churn) setReadiness(ctx context.Context, pod, value string) bool {
 // budgetEdits gives a random app's PDB another random spec.
 func (c *churn) budgetEdits(ctx context.Context, rng *rand.Rand) {
 	for sleep(ctx, rng, c.cfg.editEvery) {
-		name := c.apps[rng.IntN(len(c.apps))]
+		name := c.pdbApps[rng.IntN(len(c.pdbApps))]
 		spec := randomPDBSpec(rng, c.cfg.replicas)
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			pdb, err := c.runner.PolicyV1().PodDisruptionBudgets(c.ns).Get(ctx, name, metav1.GetOptions{})
@@ -509,10 +558,10 @@ func (c *churn) budgetEdits(ctx context.Context, rng *rand.Rand) {
 // one at a time through the Eviction API (a 429 is retried a little
 // later), each replaced by the ReplicaSet with a pod of the new revision, as
 // a drain-based rollout would do it (a Deployment's own scale-down does
-// not look at PDBs).
+// not look at PDBs). Only apps under a PDB: see directEvictions.
 func (c *churn) rollingUpdates(ctx context.Context, rng *rand.Rand, client kubernetes.Interface) {
 	for rev := 1; sleep(ctx, rng, c.cfg.rollEvery); rev++ {
-		name := c.apps[rng.IntN(len(c.apps))]
+		name := c.pdbApps[rng.IntN(len(c.pdbApps))]
 		value := fmt.Sprint(rev)
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			rs, err := c.runner.AppsV1().ReplicaSets(c.ns).Get(ctx, name, metav1.GetOptions{})
@@ -602,11 +651,25 @@ func watchHistory(t *testing.T, client kubernetes.Interface, ns string) *history
 	_, _ = factory.Policy().V1().PodDisruptionBudgets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: pdbEv, UpdateFunc: func(_, o any) { pdbEv(o) },
 	})
+	kf := kruiseinformers.NewSharedInformerFactoryWithOptions(cp.KruiseClient, 0, kruiseinformers.WithNamespace(ns))
+	_, _ = kf.Policy().V1alpha1().PodUnavailableBudgets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { pubEv(add, obj) }, UpdateFunc: func(_, o any) { pubEv(add, o) },
+	})
 	stop := make(chan struct{})
 	factory.Start(stop)
+	kf.Start(stop)
 	factory.WaitForCacheSync(stop)
-	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	kf.WaitForCacheSync(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown(); kf.Shutdown() })
 	return h
+}
+
+func pubEv(add func(historyEvent), obj any) {
+	if p, ok := obj.(*kruisepolicy.PodUnavailableBudget); ok {
+		add(historyEvent{pdb: p.Name, what: fmt.Sprintf("PUB rv=%s gen=%d status: observed=%d total=%d available=%d desired=%d allowed=%d disrupted=%v unavailable=%v",
+			p.ResourceVersion, p.Generation, p.Status.ObservedGeneration, p.Status.TotalReplicas, p.Status.CurrentAvailable, p.Status.DesiredAvailable,
+			p.Status.UnavailableAllowed, p.Status.DisruptedPods, p.Status.UnavailablePods)})
+	}
 }
 
 // around returns the events of the app of pod and of pdb from 5 s before

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/budgetguard/budgetguard/internal/audit"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/sandbox"
@@ -22,6 +24,11 @@ import (
 var cp *sandbox.ControlPlane
 
 var verbose = flag.Bool("sandbox.verbose", false, "leave the logs of etcd, kube-apiserver and the controllers on")
+
+// simulatedPUBLabel marks the PUBs whose status the sandbox simulates, as
+// OpenKruise's controller would write it; other tests write their PUBs'
+// status by hand.
+const simulatedPUBLabel = "sandbox.budgetguard.io/simulate-status"
 
 // auditLog is kube-apiserver's audit log, written with the flags of
 // audit.APIServerFlags, for the tests that run the independent auditor.
@@ -60,6 +67,8 @@ func run(m *testing.M) int {
 	opts := sandbox.DefaultOptions()
 	opts.Verbose = *verbose
 	opts.APIServerFlags = flags
+	opts.SimulatePUBStatus = true
+	opts.PUBStatusSelector = labels.SelectorFromSet(labels.Set{simulatedPUBLabel: "true"})
 
 	began := time.Now()
 	cp, err = sandbox.Start(ctx, opts)

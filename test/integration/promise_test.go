@@ -4,6 +4,8 @@ import (
 	"flag"
 	"testing"
 	"time"
+
+	"github.com/budgetguard/budgetguard/internal/audit"
 )
 
 var (
@@ -20,6 +22,10 @@ var (
 // random pods itself, as kubectl drain would; pods flap to not Ready and
 // back; PDB specs change (integers, percentages, every unhealthy-pod
 // policy, some allowing nothing); the ReplicaSets replace what is gone.
+// 20 applications are under a PDB, 6 under an OpenKruise
+// PodUnavailableBudget (by selector or targetRef, its status simulated as
+// OpenKruise's controller writes it); the test's own evictions leave those
+// alone, as no Kruise webhook runs here to refuse them.
 // The run ends once the pods seen disrupted reach -promise.disruptions, and
 // the auditor must count at least that many, across at least 20 budgets,
 // with every actor among them, and no violation.
@@ -29,10 +35,9 @@ func TestPromiseAllActors(t *testing.T) {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("seed %d (run it again with -args -promise.seed=%d)", seed, seed)
-	const budgets = 24
 	r := runChurn(t, churnConfig{
 		seed: seed,
-		apps: budgets, replicas: 4, nodes: 7, podCPU: "250m", nodeCPU: "4",
+		apps: 26, pubApps: 6, replicas: 4, nodes: 7, podCPU: "250m", nodeCPU: "4",
 		waveSize: 3, preemptorCPU: "1", waveHold: 3 * time.Second,
 		descheduleEvery: 2 * time.Second, podLifeTime: 10 * time.Second,
 		evictEvery: 150 * time.Millisecond, flapEvery: 400 * time.Millisecond, editEvery: 2 * time.Second,
@@ -48,6 +53,16 @@ func TestPromiseAllActors(t *testing.T) {
 	}
 	if r.budgets < 20 {
 		t.Errorf("the auditor saw %d budgets, want at least 20", r.budgets)
+	}
+	pubDisruptions := 0
+	for _, b := range r.res.Budgets {
+		if b.Budget.Kind == audit.KindPUB {
+			pubDisruptions += b.Disruptions
+		}
+	}
+	t.Logf("disruptions of pods under a PUB: %d", pubDisruptions)
+	if pubDisruptions == 0 {
+		t.Error("no pod under a PUB was disrupted")
 	}
 	by := r.disruptionsBy()
 	for _, actor := range []string{"scheduler", "descheduler", "direct-evictor"} {

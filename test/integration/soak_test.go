@@ -29,7 +29,7 @@ func TestSoak(t *testing.T) {
 	fmt.Printf("soak: seed %d (run it again with SOAK_SEED=%d), duration %s\n", seed, seed, *soakDuration)
 	r := runChurn(t, churnConfig{
 		seed: seed,
-		apps: 24, replicas: 4, nodes: 7, podCPU: "250m", nodeCPU: "4",
+		apps: 26, pubApps: 6, replicas: 4, nodes: 7, podCPU: "250m", nodeCPU: "4",
 		waveSize: 3, preemptorCPU: "1", waveHold: 3 * time.Second,
 		descheduleEvery: 3 * time.Second, podLifeTime: 15 * time.Second,
 		evictEvery: 300 * time.Millisecond, flapEvery: 500 * time.Millisecond, editEvery: 3 * time.Second,
