@@ -11,7 +11,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$(VERSION)
 
-.PHONY: all build demo images test test-unit test-integration bench manifests verify
+.PHONY: all build demo images test test-unit test-integration soak bench manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -42,6 +42,12 @@ test-unit:
 # ./test/integration/... against the in-process control plane (slow to compile).
 test-integration:
 	hack/test-integration.sh
+
+# The churn of every actor against the same budgets for SOAK_DURATION
+# (default 10m; SOAK_SEED to repeat a run), judged by the independent
+# auditor; not part of `make test`.
+soak:
+	hack/soak.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...

@@ -11,6 +11,7 @@ import (
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -69,6 +70,12 @@ type Options struct {
 	// PUB cache; a PUB created right after Start gets its status once the
 	// cache has synced.
 	SimulatePUBStatus bool
+
+	// PUBStatusSelector, when set, limits the PUB status simulation to the
+	// PUBs whose labels it matches; the others keep whatever status
+	// someone else writes (tests that write it by hand share a control
+	// plane with tests that want it simulated).
+	PUBStatusSelector labels.Selector
 
 	// NodeCapacity is what the simulated kubelet puts in a Node's status for
 	// each resource that the status does not list yet. Allocatable defaults
@@ -250,7 +257,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		cp.logger.Info("Not simulating PodUnavailableBudget status: Options.SimulatePUBStatus needs Options.InstallPUBCRD")
 	} else if opts.SimulatePUBStatus {
 		pubCtx := klog.NewContext(runCtx, cp.logger.WithName("pub-status"))
-		if err := startPUBStatus(pubCtx, &cp.wg, cp.Config, cp.Informers); err != nil {
+		if err := startPUBStatus(pubCtx, &cp.wg, cp.Config, cp.Informers, opts.PUBStatusSelector); err != nil {
 			return nil, err
 		}
 	}

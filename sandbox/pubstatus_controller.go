@@ -45,6 +45,8 @@ type pubStatusController struct {
 	synced        []cache.InformerSynced
 	queue         workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	now           func() time.Time
+	// selector picks the PUBs whose status is simulated; nil for all.
+	selector labels.Selector
 
 	mu     sync.Mutex
 	warned map[cache.ObjectName]string // the last problem logged per PUB
@@ -53,7 +55,7 @@ type pubStatusController struct {
 // startPUBStatus starts the PodUnavailableBudget status simulation on
 // factory's informers in a goroutine tracked by wg, until ctx is cancelled.
 // The caller starts factory afterwards.
-func startPUBStatus(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, factory informers.SharedInformerFactory) error {
+func startPUBStatus(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, factory informers.SharedInformerFactory, selector labels.Selector) error {
 	client, err := kruiseclientset.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "sandbox-pub-status"))
 	if err != nil {
 		return fmt.Errorf("create kruise client for the PodUnavailableBudget status simulation: %w", err)
@@ -62,6 +64,7 @@ func startPUBStatus(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, f
 	if err != nil {
 		return err
 	}
+	c.selector = selector
 	wg.Go(func() { c.run(ctx) })
 	return nil
 }
@@ -190,6 +193,10 @@ func (c *pubStatusController) sync(ctx context.Context, key cache.ObjectName) (t
 		return 0, err
 	}
 	if pub.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	if c.selector != nil && !c.selector.Matches(labels.Set(pub.Labels)) {
+		// Someone else writes its status.
 		return 0, nil
 	}
 

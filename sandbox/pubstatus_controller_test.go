@@ -10,6 +10,7 @@ import (
 	kruisetyped "github.com/openkruise/kruise-api/client/clientset/versioned/typed/policy/v1alpha1"
 	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
@@ -146,4 +147,52 @@ func TestPUBStatusSimulation(t *testing.T) {
 		t.Fatalf("annotate pod %s %s=%s: %v", victim, ReadinessAnnotation, ReadinessNever, err)
 	}
 	waitForStatus("pod "+victim+" unready", pubCounts{total: 3, desired: 2, current: 2, allowed: 0})
+}
+
+// TestPUBStatusControllerSelector: with a selector, only the PUBs it
+// matches get a simulated status; another PUB keeps the status written by
+// hand.
+func TestPUBStatusControllerSelector(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+
+	kube := kubefake.NewClientset(
+		testobj.MakeReplicaSet().Namespace(pubTestNamespace).Name("web").UID("rs-uid").Replicas(3).Template(webTemplate).Obj(),
+		webPod("web-a").OwnedBy("apps/v1", "ReplicaSet", "web", "rs-uid").Obj(),
+	)
+	manual := webPUB().Name("manual").MaxUnavailable(intstr.FromInt32(1)).Status(7, 7, 7).Obj()
+	simulated := webPUB().TargetRef("apps/v1", "ReplicaSet", "web").MaxUnavailable(intstr.FromInt32(1)).Obj()
+	simulated.Labels = map[string]string{"simulate": "yes"}
+	kruise := kruisefake.NewSimpleClientset(manual, simulated)
+
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	c, err := newPUBStatusController(kruise, factory)
+	if err != nil {
+		t.Fatalf("newPUBStatusController: %v", err)
+	}
+	c.selector = labels.SelectorFromSet(labels.Set{"simulate": "yes"})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); c.run(runCtx) }()
+	factory.Start(runCtx.Done())
+	defer func() {
+		stop()
+		<-done
+		factory.Shutdown()
+	}()
+
+	pubs := kruise.PolicyV1alpha1().PodUnavailableBudgets(pubTestNamespace)
+	waitForPUBStatus(t, pubs, "web", "the selected PUB's status simulated", pubCounts{3, 2, 1, 0}, 0)
+	testenv.Holds(t, time.Second, "the other PUB keeps its status", func(ctx context.Context) (bool, error) {
+		got, err := pubs.Get(ctx, "manual", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if st := got.Status; st.CurrentAvailable != 7 || st.DesiredAvailable != 7 || st.UnavailableAllowed != 7 {
+			return false, fmt.Errorf("status %+v, want the 7s written by hand", st)
+		}
+		return true, nil
+	})
 }

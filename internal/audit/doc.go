@@ -43,7 +43,11 @@
 //     is the one that makes the pod terminating).
 //   - A violation is a disruption of a pod that WasHealthy after which a
 //     covering budget counts fewer healthy pods (this and earlier disrupted
-//     pods excluded) than it desires. Deletes by controllers (a ReplicaSet
+//     pods excluded) than it desires, and still does when the API server
+//     answered the request: the API server decides somewhere between
+//     receiving a request and answering it (an eviction reads the PDBs and
+//     writes one's status in between), so a pod of the budget that turned
+//     Ready, or a desired count that fell, in that time counted for it. Deletes by controllers (a ReplicaSet
 //     scaling down) are disruptions of ComponentOther and are judged the same
 //     way.
 //   - A budget is met once its status is known (desired > 0 or

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -216,6 +217,9 @@ type logged struct {
 	code    int32
 	message string
 	dryRun  bool
+	// took is how long the API server took to answer (the log's
+	// stageTimestamp minus its requestReceivedTimestamp); 500µs when 0.
+	took time.Duration
 }
 
 // log appends an audit event for l, received now by the test clock, and
@@ -238,7 +242,7 @@ func (h *harness) log(l logged) time.Time {
 			Message: l.message,
 		},
 		RequestReceivedTimestamp: received,
-		StageTimestamp:           metav1.NewMicroTime(received.Add(500 * time.Microsecond)),
+		StageTimestamp:           metav1.NewMicroTime(received.Add(cmp.Or(l.took, 500*time.Microsecond))),
 	}
 	var dry []string
 	if l.dryRun {

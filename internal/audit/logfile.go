@@ -18,6 +18,7 @@ import (
 type request struct {
 	line      int       // 1-based, counted from where the auditor started reading
 	received  time.Time // requestReceivedTimestamp
+	answered  time.Time // stageTimestamp of ResponseComplete: at or after received
 	userAgent string
 	action    Action
 	namespace string
@@ -120,10 +121,14 @@ func parseLine(line []byte) (request, bool, error) {
 	}
 	req := request{
 		received:  ev.RequestReceivedTimestamp.Time,
+		answered:  ev.StageTimestamp.Time,
 		userAgent: ev.UserAgent,
 		action:    action,
 		namespace: ref.Namespace,
 		pod:       ref.Name,
+	}
+	if req.answered.Before(req.received) {
+		req.answered = req.received
 	}
 	if ev.ResponseStatus != nil {
 		req.code = int(ev.ResponseStatus.Code)

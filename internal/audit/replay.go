@@ -38,6 +38,15 @@ func (o *observation) isWorkload() bool { return o.workloadKey.name != "" }
 
 type podKey struct{ namespace, name string }
 
+// pendingViolation is a disruption that left budget short when the API
+// server received it; it is a violation unless the budget is whole again
+// before the API server answered.
+type pendingViolation struct {
+	budget   *budgetState
+	answered time.Time
+	v        Violation
+}
+
 // budgetState is a budget during the replay.
 type budgetState struct {
 	ref         BudgetRef
@@ -70,6 +79,12 @@ type replayer struct {
 	budgets   map[BudgetRef]*budgetState
 	byNS      map[string]map[BudgetRef]*budgetState
 	workloads map[workloadKey]workload
+
+	// pending are the disruptions that leave a budget short, until the
+	// replay passes the time the API server answered them: a pod of the
+	// budget that turns healthy before then (or a lower desired count)
+	// counted for the API server's decision, made somewhere in between.
+	pending []*pendingViolation
 
 	// future holds, per pod, its observations not replayed yet, in order;
 	// the look-ahead for a disrupted pod's last state reads them.
@@ -128,6 +143,7 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	}
 	logger := klog.FromContext(ctx)
 	for _, s := range steps {
+		r.settle(s.at)
 		switch {
 		case s.req != nil:
 			r.request(logger, s.req)
@@ -139,7 +155,10 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 		case s.obs.isWorkload():
 			r.workloadObserved(s.obs)
 		}
+		r.recheck()
 	}
+	r.settle(time.Time{})
+	slices.SortStableFunc(r.result.Violations, func(a, b Violation) int { return a.Disruption.Time.Compare(b.Disruption.Time) })
 	r.summarize()
 	return r.result
 }
@@ -264,10 +283,36 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 		b.disruptions++
 		healthy := r.healthy(b)
 		if d.WasHealthy && healthy < b.desired {
-			r.result.Violations = append(r.result.Violations, Violation{Budget: b.ref, Disruption: d, Healthy: healthy, Desired: b.desired})
+			r.pending = append(r.pending, &pendingViolation{budget: b, answered: req.answered,
+				v: Violation{Budget: b.ref, Disruption: d, Healthy: healthy, Desired: b.desired}})
 		}
 		r.track(b, healthy)
 	}
+}
+
+// recheck drops the pending violations whose budget is whole again: the
+// API server, which had not answered yet, may have decided then.
+func (r *replayer) recheck() {
+	r.pending = slices.DeleteFunc(r.pending, func(p *pendingViolation) bool {
+		if !p.budget.live {
+			return true
+		}
+		healthy := r.healthy(p.budget)
+		p.v.Healthy = max(p.v.Healthy, healthy)
+		return healthy >= p.budget.desired
+	})
+}
+
+// settle makes violations of the pending disruptions the API server
+// answered before now (all of them when now is zero).
+func (r *replayer) settle(now time.Time) {
+	r.pending = slices.DeleteFunc(r.pending, func(p *pendingViolation) bool {
+		if !now.IsZero() && !p.answered.Before(now) {
+			return false
+		}
+		r.result.Violations = append(r.result.Violations, p.v)
+		return true
+	})
 }
 
 // lastStateBefore returns the pod as it was just before a disruption that

@@ -68,7 +68,8 @@ type Violation struct {
 	Budget     BudgetRef  `json:"budget"`
 	Disruption Disruption `json:"disruption"`
 	// Healthy is the budget's healthy count right after the disruption,
-	// counted from live pods; Desired is what the budget requires.
+	// counted from live pods (the highest it reached before the API server
+	// answered the request); Desired is what the budget requires.
 	Healthy int32 `json:"healthy"`
 	Desired int32 `json:"desired"`
 }

@@ -80,6 +80,8 @@ type component struct {
 	port int
 	cmd  *exec.Cmd
 	log  string
+	// exited is closed once the process has exited.
+	exited chan struct{}
 }
 
 // podSpecOf returns the pod spec of a rendered Deployment or CronJob.
@@ -140,6 +142,7 @@ func startComponent(t *testing.T, name, binary string, workload *unstructured.Un
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
+	c.exited = exited
 	go func() { _ = c.cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"sigs.k8s.io/descheduler/cmd/descheduler/app/options"
 	deschedulermetrics "sigs.k8s.io/descheduler/metrics"
+	"sigs.k8s.io/descheduler/pkg/api"
 	"sigs.k8s.io/descheduler/pkg/descheduler"
 	"sigs.k8s.io/descheduler/pkg/features"
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
@@ -141,42 +142,8 @@ func runDeschedulerUntil(t *testing.T, policy string, dryRun bool, until func(*e
 // requests fail with a 500 before they reach the API server.
 func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*evictionCounter) bool, failFirst int) *evictionCounter {
 	t.Helper()
-	setupRegistry.Do(func() {
-		deschedulerpolicy.SetupPlugins(budgetevictor.Options{
-			Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
-				return cp.KruiseClient, cp.Client.Discovery(), nil
-			},
-			Workloads: func() (kubernetes.Interface, error) { return cp.Client, nil },
-		})
-	})
-	counter := &evictionCounter{byStatus: map[int]int{}, pods: map[int][]string{}, failNext: failFirst}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 1000, 1000
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		counter.next = rt
-		return counter
-	})
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := deschedulerpolicy.LoadPolicy(path, client, pluginregistry.PluginRegistry)
-	if err != nil {
-		t.Fatalf("load policy: %v", err)
-	}
-	rs, err := options.NewDeschedulerServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs.Client, rs.EventClient = client, client
-	rs.DefaultFeatureGates = features.DefaultMutableFeatureGate
+	rs, p, counter := deschedulerServer(t, policy, deschedulerUserAgent, failFirst)
 	rs.DryRun = dryRun
-	rs.DeschedulingInterval = 0
-	deschedulermetrics.Register()
 	ctx, cancel := context.WithCancel(testenv.Context(t))
 	defer cancel()
 	if until != nil {
@@ -193,6 +160,90 @@ func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*ev
 	}
 	t.Logf("descheduler (dryRun=%v): Eviction API answers by status: %s, evicted %v", dryRun, counter, counter.evicted())
 	return counter
+}
+
+// deschedulerUserAgent is the user agent of the descheduler's requests.
+const deschedulerUserAgent = "integration-descheduler"
+
+// startDeschedulerLoops runs the real descheduler with policy against cp,
+// a loop every interval, until the test ends or the stop function it
+// returns is called; stop waits for the loop under way and returns what
+// the Eviction API answered over all loops.
+func startDeschedulerLoops(t *testing.T, policy string, interval time.Duration) (stop func() *evictionCounter) {
+	t.Helper()
+	rs, p, counter := deschedulerServer(t, policy, deschedulerUserAgent, 0)
+	rs.DeschedulingInterval = interval
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- descheduler.RunDeschedulerStrategies(ctx, rs, p, "policy/v1") }()
+	var once sync.Once
+	stop = func() *evictionCounter {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && ctx.Err() == nil {
+				t.Errorf("descheduler: %v", err)
+			}
+		})
+		return counter
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// deschedulerServer builds the descheduler's server options and policy
+// (decoded by the budgetguard binary's own LoadPolicy) for a run against
+// cp with a client of userAgent, whose first failFirst eviction requests
+// fail with a 500 before they reach the API server, and the counter of the
+// Eviction API's answers. DeschedulingInterval is 0: one loop.
+func deschedulerServer(t *testing.T, policy, userAgent string, failFirst int) (*options.DeschedulerServer, *api.DeschedulerPolicy, *evictionCounter) {
+	t.Helper()
+	setupRegistry.Do(func() {
+		deschedulerpolicy.SetupPlugins(budgetevictor.Options{
+			Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
+				return cp.KruiseClient, cp.Client.Discovery(), nil
+			},
+			Workloads: func() (kubernetes.Interface, error) { return cp.Client, nil },
+		})
+	})
+	counter, client := countingClient(t, userAgent, 1000)
+	counter.failNext = failFirst
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := deschedulerpolicy.LoadPolicy(path, client, pluginregistry.PluginRegistry)
+	if err != nil {
+		t.Fatalf("load policy: %v", err)
+	}
+	rs, err := options.NewDeschedulerServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Client, rs.EventClient = client, client
+	rs.DefaultFeatureGates = features.DefaultMutableFeatureGate
+	rs.DeschedulingInterval = 0
+	deschedulerMetrics.Do(deschedulermetrics.Register)
+	return rs, p, counter
+}
+
+var deschedulerMetrics sync.Once
+
+// countingClient returns a client of cp with userAgent and qps (and as
+// much burst), and the counter of what the Eviction API answered it.
+func countingClient(t *testing.T, userAgent string, qps float32) (*evictionCounter, kubernetes.Interface) {
+	t.Helper()
+	counter := &evictionCounter{byStatus: map[int]int{}, pods: map[int][]string{}}
+	cfg := rest.AddUserAgent(rest.CopyConfig(cp.Config), userAgent)
+	cfg.QPS, cfg.Burst = qps, int(qps)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		counter.next = rt
+		return counter
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counter, client
 }
 
 // evictorNeverReadyReplacements makes the pods the ReplicaSet creates from now on

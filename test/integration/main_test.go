@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/budgetguard/budgetguard/internal/audit"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -21,6 +24,15 @@ import (
 var cp *sandbox.ControlPlane
 
 var verbose = flag.Bool("sandbox.verbose", false, "leave the logs of etcd, kube-apiserver and the controllers on")
+
+// simulatedPUBLabel marks the PUBs whose status the sandbox simulates, as
+// OpenKruise's controller would write it; other tests write their PUBs'
+// status by hand.
+const simulatedPUBLabel = "sandbox.budgetguard.io/simulate-status"
+
+// auditLog is kube-apiserver's audit log, written with the flags of
+// audit.APIServerFlags, for the tests that run the independent auditor.
+var auditLog string
 
 // TestMain starts one control plane for the whole package and stops it after
 // the tests. Starting one takes about 4 s and holds about 300 MB, and only
@@ -40,11 +52,25 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	dir, err := os.MkdirTemp("", "budgetguard-integration-audit-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: create the audit log's directory: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	flags, logPath, err := audit.APIServerFlags(dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: audit flags: %v\n", err)
+		return 1
+	}
+	auditLog = logPath
 	opts := sandbox.DefaultOptions()
 	opts.Verbose = *verbose
+	opts.APIServerFlags = flags
+	opts.SimulatePUBStatus = true
+	opts.PUBStatusSelector = labels.SelectorFromSet(labels.Set{simulatedPUBLabel: "true"})
 
 	began := time.Now()
-	var err error
 	cp, err = sandbox.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: start the sandbox control plane: %v\n", err)

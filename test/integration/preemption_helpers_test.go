@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/kubernetes/pkg/scheduler"
@@ -51,19 +54,32 @@ func runScheduler(t *testing.T, ns, args string) (string, error) {
 	t.Helper()
 	name := "sched-" + ns
 	doc := testobj.SchedulerConfig{SchedulerName: name, Upstream: args == "", Args: args}.YAML()
-	obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode([]byte(doc), nil, nil)
-	if err != nil {
-		return "", fmt.Errorf("decode scheduler configuration: %w", err)
+	_, err := runSchedulerProfiles(t, ns, cp.Client, cp.Config, doc)
+	return name, err
+}
+
+// runSchedulerProfiles runs a real kube-scheduler with client and kubeConfig
+// and the profiles of docs (KubeSchedulerConfigurations, as
+// testobj.SchedulerConfig renders them) until the test ends, or until the
+// stop function it returns is called.
+func runSchedulerProfiles(t *testing.T, ns string, client kubernetes.Interface, kubeConfig *rest.Config, docs ...string) (stop func(), err error) {
+	t.Helper()
+	var profiles []schedconfig.KubeSchedulerProfile
+	for _, doc := range docs {
+		obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decode scheduler configuration: %w", err)
+		}
+		profiles = append(profiles, obj.(*schedconfig.KubeSchedulerConfiguration).Profiles...)
 	}
-	cfg := obj.(*schedconfig.KubeSchedulerConfiguration)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cp.Client.EventsV1()})
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
-	factory := scheduler.NewInformerFactory(cp.Client, 0)
-	sched, err := scheduler.New(ctx, cp.Client, factory, nil, profile.NewRecorderFactory(broadcaster),
-		scheduler.WithKubeConfig(cp.Config),
-		scheduler.WithProfiles(cfg.Profiles...),
+	factory := scheduler.NewInformerFactory(client, 0)
+	sched, err := scheduler.New(ctx, client, factory, nil, profile.NewRecorderFactory(broadcaster),
+		scheduler.WithKubeConfig(kubeConfig),
+		scheduler.WithProfiles(profiles...),
 		scheduler.WithPodInitialBackoffSeconds(1),
 		scheduler.WithPodMaxBackoffSeconds(2),
 		scheduler.WithFrameworkOutOfTreeRegistry(frameworkruntime.Registry{budgetpreemption.Name: budgetpreemption.New}),
@@ -71,13 +87,13 @@ func runScheduler(t *testing.T, ns, args string) (string, error) {
 	if err != nil {
 		cancel()
 		broadcaster.Shutdown()
-		return "", err
+		return nil, err
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	if err := sched.WaitForHandlersSync(ctx); err != nil {
 		cancel()
-		return "", fmt.Errorf("scheduler handlers: %w", err)
+		return nil, fmt.Errorf("scheduler handlers: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -85,13 +101,14 @@ func runScheduler(t *testing.T, ns, args string) (string, error) {
 		sched.Run(ctx)
 	}()
 	env.DumpOnFailure(t, ns)
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		<-done
 		factory.Shutdown()
 		broadcaster.Shutdown()
 	})
-	return name, nil
+	t.Cleanup(stop)
+	return stop, nil
 }
 
 // priorityClasses creates low, high and critical PriorityClasses named

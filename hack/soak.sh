@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The soak: TestSoak (test/integration, build tag soak), the churn of every
+# actor against the same budgets for SOAK_DURATION (default 10m), judged by
+# the independent auditor. It prints the disruptions by actor, the refusals,
+# the 429s and the violations at the end. Not part of `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+duration=${SOAK_DURATION:-10m}
+args=(-soak.duration="$duration")
+if [[ -n "${SOAK_SEED:-}" ]]; then
+	args+=(-soak.seed="$SOAK_SEED")
+fi
+exec "$GO" test -tags soak -count=1 -timeout 60m -run '^TestSoak$' -v ./test/integration -args "${args[@]}"
