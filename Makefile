@@ -11,7 +11,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$(VERSION)
 
-.PHONY: all build demo images test test-unit test-integration bench manifests verify
+.PHONY: all build demo images test test-unit test-integration bench perf manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -45,6 +45,16 @@ test-integration:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...
+
+# The scale benchmarks of test/perf (build tag perf, never part of `make
+# test`): upstream's scheduler_perf preemption workloads and budgetguard's
+# budgeted ones at PERF_NODES nodes (100; 500 and 1000 are documented in
+# docs/performance.md), DefaultPreemption against BudgetAwarePreemption,
+# PERF_COUNT repetitions (10) summarised by benchstat in _output/perf/.
+PERF_NODES ?= 100
+PERF_COUNT ?= 10
+perf:
+	PERF_NODES=$(PERF_NODES) PERF_COUNT=$(PERF_COUNT) hack/perf.sh
 
 # Regenerate manifests/crds from kruise-api's Go types, and render the rest of
 # manifests/ from charts/budgetguard, its one source.
