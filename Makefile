@@ -50,11 +50,14 @@ bench:
 # test`): upstream's scheduler_perf preemption workloads and budgetguard's
 # budgeted ones at PERF_NODES nodes (100; 500 and 1000 are documented in
 # docs/performance.md), DefaultPreemption against BudgetAwarePreemption,
-# PERF_COUNT repetitions (10) summarised by benchstat in _output/perf/.
+# PERF_COUNT repetitions (10) summarised by benchstat in _output/perf/; then
+# one descheduling loop over the sandbox (100 nodes, 3,000 pods, 300 PDBs),
+# DefaultEvictor against BudgetAwareEvictor (hack/perf-desched.sh).
 PERF_NODES ?= 100
 PERF_COUNT ?= 10
 perf:
 	PERF_NODES=$(PERF_NODES) PERF_COUNT=$(PERF_COUNT) hack/perf.sh
+	hack/perf-desched.sh
 
 # Regenerate manifests/crds from kruise-api's Go types, and render the rest of
 # manifests/ from charts/budgetguard, its one source.

@@ -23,7 +23,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "test/perf: %v\n", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopLoopCluster()
+	os.Exit(code)
 }
 
 // setup parses scheduler_perf's flags, puts _output/bin (where
