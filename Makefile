@@ -11,7 +11,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$(VERSION)
 
-.PHONY: all build demo images test test-unit test-integration soak bench manifests verify
+.PHONY: all build demo images test test-unit test-integration soak bench perf manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -52,6 +52,19 @@ soak:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...
 
+# The scale benchmarks of test/perf (build tag perf, never part of `make
+# test`): upstream's scheduler_perf preemption workloads and budgetguard's
+# budgeted ones at PERF_NODES nodes (100; 500 and 1000 are documented in
+# docs/performance.md), DefaultPreemption against BudgetAwarePreemption,
+# PERF_COUNT repetitions (10) summarised by benchstat in _output/perf/; then
+# one descheduling loop over the sandbox (100 nodes, 3,000 pods, 300 PDBs),
+# DefaultEvictor against BudgetAwareEvictor (hack/perf-desched.sh).
+PERF_NODES ?= 100
+PERF_COUNT ?= 10
+perf:
+	PERF_NODES=$(PERF_NODES) PERF_COUNT=$(PERF_COUNT) hack/perf.sh
+	hack/perf-desched.sh
+
 # Regenerate manifests/crds from kruise-api's Go types, and render the rest of
 # manifests/ from charts/budgetguard, its one source.
 manifests:
@@ -64,4 +77,5 @@ verify:
 	hack/verify-crds.sh
 	hack/verify-manifests.sh
 	$(GO) vet ./...
+	$(GO) vet -tags perf ./test/perf/
 	$(TOOLS) golangci-lint run --allow-serial-runners ./...

@@ -232,7 +232,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 
 	if opts.InstallPUBCRD {
-		if err := installPUBCRD(logCtx, cp.APIExtensionsClient, cp.Client.Discovery()); err != nil {
+		if err := InstallPUBCRD(logCtx, cp.APIExtensionsClient, cp.Client.Discovery()); err != nil {
 			return nil, err
 		}
 		cp.RESTMapper.Reset()

@@ -28,9 +28,11 @@ const (
 // crdTimeout bounds how long Start waits for the CRD to be served.
 const crdTimeout = 30 * time.Second
 
-// installPUBCRD creates the PodUnavailableBudget CRD from manifests/crds and
-// waits until it is Established and its resource is in discovery.
-func installPUBCRD(ctx context.Context, client apiextensionsclientset.Interface, disco discovery.DiscoveryInterface) error {
+// InstallPUBCRD creates the PodUnavailableBudget CRD from manifests/crds,
+// unless it exists, and waits until it is Established and its resource is in
+// discovery. Start calls it when Options.InstallPUBCRD is set; test/perf
+// calls it on scheduler_perf's API server.
+func InstallPUBCRD(ctx context.Context, client apiextensionsclientset.Interface, disco discovery.DiscoveryInterface) error {
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := yaml.UnmarshalStrict(crds.PodUnavailableBudgetYAML, &crd); err != nil {
 		return fmt.Errorf("decode manifests/crds/policy.kruise.io_podunavailablebudgets.yaml: %w", err)

@@ -8,6 +8,7 @@ import (
 	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -41,6 +42,18 @@ type sharedBudgets struct {
 
 var sharedCaches budget.PerFactory[*sharedBudgets]
 
+// kruiseConfig is cfg for the Kruise client. kube-scheduler's clients speak
+// protobuf (clientConnection.contentType defaults to it), which custom
+// resources do not: with it, every PodUnavailableBudget status write (the
+// PUB disruption record) fails to encode, and every PUB-covered victim is
+// refused.
+func kruiseConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	return cfg
+}
+
 // budgetsFor returns the budget cache of fh's informer factory, building it
 // on the first call. The cache lives until ctx (the scheduler's) ends.
 func budgetsFor(ctx context.Context, fh fwk.Handle) (*sharedBudgets, error) {
@@ -55,7 +68,7 @@ func newSharedBudgets(ctx context.Context, fh fwk.Handle, factory informers.Shar
 	var opts budget.Options
 	sh := &sharedBudgets{synced: make(chan struct{})}
 	if cfg := fh.KubeConfig(); cfg != nil && fh.ClientSet() != nil {
-		kc, err := kruiseclient.NewForConfig(cfg)
+		kc, err := kruiseclient.NewForConfig(kruiseConfig(cfg))
 		if err != nil {
 			return nil, fmt.Errorf("%s: creating the Kruise client: %w", Name, err)
 		}

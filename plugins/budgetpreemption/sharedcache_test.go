@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	clientsetfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -123,5 +124,24 @@ func TestPostFilterAnswersAtOnceBeforeTheCacheSyncs(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the preemptor was not activated after the budget cache synced")
+	}
+}
+
+// kube-scheduler hands plugins a protobuf config; the Kruise client must not
+// inherit it, or every PUB status write fails to encode.
+func TestKruiseConfigSpeaksJSON(t *testing.T) {
+	in := &rest.Config{Host: "https://example.invalid", ContentConfig: rest.ContentConfig{
+		ContentType:        "application/vnd.kubernetes.protobuf",
+		AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
+	}}
+	got := kruiseConfig(in)
+	if got.ContentType != "application/json" || got.AcceptContentTypes != "application/json" {
+		t.Errorf("kruiseConfig: content type %q, accept %q; want application/json for both", got.ContentType, got.AcceptContentTypes)
+	}
+	if in.ContentType != "application/vnd.kubernetes.protobuf" {
+		t.Errorf("kruiseConfig changed the scheduler's own config: content type %q", in.ContentType)
+	}
+	if got.Host != in.Host {
+		t.Errorf("kruiseConfig: host %q, want %q", got.Host, in.Host)
 	}
 }

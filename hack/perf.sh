@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The scale benchmarks of test/perf (build tag perf; never part of
+# `make test`). Builds etcd (hack/build-etcd.sh) and the test binary, then
+# runs BenchmarkPerfScheduling at PERF_NODES nodes (upstream's PreemptionBasic
+# and PreemptionAsync unchanged, and budgetguard's PreemptionBasicBudgets,
+# each under DefaultPreemption and BudgetAwarePreemption) PERF_COUNT times,
+# one repetition per process, and summarises them with benchstat. Raw output
+# and the summary go to _output/perf/. docs/performance.md has the figures.
+#
+#   PERF_NODES=100    100, 500 or 1000 (budgets.yaml has those sizes)
+#   PERF_COUNT=10     repetitions; benchstat wants at least 10
+#   PERF_BENCH=...    the -test.bench pattern (default: BenchmarkPerfScheduling)
+#
+# Each repetition holds /tmp/bg-heavy.lock while it runs, so that it does not
+# share the machine's cores with another heavy job.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO="${GO:-go}"
+PERF_NODES="${PERF_NODES:-100}"
+PERF_COUNT="${PERF_COUNT:-10}"
+PERF_BENCH="${PERF_BENCH:-BenchmarkPerfScheduling}"
+LOCK="${PERF_LOCK:-/tmp/bg-heavy.lock}"
+
+out=_output/perf
+mkdir -p "$out"
+hack/build-etcd.sh
+flock "$LOCK" "$GO" test -tags perf -c -o _output/perf.test ./test/perf
+
+# pods_per_second adds "<n> pods/s" to each benchmark line that reports
+# measured-pods and SchedulingDuration/Duration: the measured phase's pods over
+# its duration. scheduler_perf's SchedulingThroughput samples every second and
+# is missing when the phase is shorter.
+pods_per_second() {
+	awk -F'\t' '
+		/^Benchmark/ {
+			pods = ""; dur = ""
+			for (i = 3; i <= NF; i++) {
+				n = split($i, f, " ")
+				if (n == 2 && f[2] == "measured-pods") pods = f[1]
+				if (n == 2 && f[2] == "SchedulingDuration/Duration") dur = f[1]
+			}
+			if (pods != "" && dur > 0) { printf "%s\t%.4g pods/s\n", $0, pods / dur; next }
+		}
+		{ print }'
+}
+
+raw="$out/perf-${PERF_NODES}nodes.txt"
+: >"$raw"
+start=$(date +%s)
+for i in $(seq 1 "$PERF_COUNT"); do
+	echo "repetition $i of $PERF_COUNT" >&2
+	# The binary runs in test/perf: scheduler_perf's paths are relative to it.
+	(cd test/perf && flock "$LOCK" ../../_output/perf.test \
+		-test.run '^$' -test.bench "$PERF_BENCH" -test.benchtime 1x -test.count 1 -test.timeout 60m \
+		-perf-scheduling-label-filter "budgetguard,nodes-${PERF_NODES}" -perf-nodes "$PERF_NODES" \
+		-data-items-dir "../../$out/data") | pods_per_second | tee -a "$raw" | grep -E '^(Benchmark|--- FAIL|FAIL|ok|PASS)' >&2
+done
+echo "wall time: $(($(date +%s) - start)) s for $PERF_COUNT repetitions" >&2
+
+summary="$out/perf-${PERF_NODES}nodes.benchstat.txt"
+"$GO" tool -modfile=hack/tools/go.mod benchstat -col /plugin "$raw" | tee "$summary"
+echo "raw: $raw; summary: $summary" >&2

@@ -1,0 +1,218 @@
+//go:build perf
+
+package perf
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	kruiseclient "github.com/openkruise/kruise-api/client/clientset/versioned"
+	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedperf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/kubernetes/test/utils/ktesting"
+
+	"github.com/budgetguard/budgetguard/internal/perfconfig"
+	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
+	"github.com/budgetguard/budgetguard/sandbox"
+)
+
+var (
+	upstreamDir = flag.String("scheduler-perf-dir", "",
+		"directory of k8s.io/kubernetes/test/integration/scheduler_perf (default: the module cache's, from go list)")
+	perfNodes = flag.String("perf-nodes", "100,500,1000",
+		"sizes (node counts) of the workloads added to upstream's preemption test cases")
+)
+
+// upstreamTestCases are taken unchanged from upstream's
+// misc/performance-config.yaml.
+var upstreamTestCases = []string{"PreemptionBasic", "PreemptionAsync"}
+
+// budgetsNamespace is where budgets.yaml puts the budgeted pods and budgets.
+const budgetsNamespace = "budgets"
+
+// budgetsLabel marks the workloads of budgets.yaml; budgetClasses is the
+// number of budgets per budgetsPerClass (pdb-loose, pdb-tight, pdb-none, pub).
+const (
+	budgetsLabel  = "budgets"
+	budgetClasses = 4
+)
+
+type pluginUnderTest struct {
+	name            string
+	schedulerConfig string
+	registry        frameworkruntime.Registry
+}
+
+var pluginsUnderTest = []pluginUnderTest{
+	{name: "DefaultPreemption", schedulerConfig: "config/scheduler-default.yaml"},
+	{
+		name:            budgetpreemption.Name,
+		schedulerConfig: "config/scheduler-budgetguard.yaml",
+		registry:        frameworkruntime.Registry{budgetpreemption.Name: withPUBCRD(budgetpreemption.New)},
+	},
+}
+
+// BenchmarkPerfScheduling runs upstream's preemption test cases and
+// budgets.yaml's under each plugin, one after the other in each repetition,
+// as sub-benchmarks named plugin=<name>, so that benchstat -col /plugin
+// compares them. Select sizes with
+// -perf-scheduling-label-filter=budgetguard,nodes-100.
+//
+// Besides scheduler_perf's figures (SchedulingThroughput, the PostFilter
+// extension point's latency), each workload reports heap-MiB, the live heap
+// after a forced GC at the end of the workload (the API server and the
+// scheduler share the process: compare plugins, not absolute numbers), and
+// the budgeted workloads report victims and overbudget-victims; measured-pods
+// is the number of pods of the measured phase.
+func BenchmarkPerfScheduling(b *testing.B) {
+	misc := upstreamMisc(b)
+	var nodes []int
+	for _, s := range strings.Split(*perfNodes, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err != nil || n <= 0 {
+			b.Fatalf("-perf-nodes=%q: %q is not a positive node count", *perfNodes, s)
+		}
+		nodes = append(nodes, n)
+	}
+	for _, p := range pluginsUnderTest {
+		b.Run("plugin="+p.name, func(b *testing.B) {
+			data, err := perfconfig.Generate(perfconfig.Options{
+				UpstreamConfig:    filepath.Join(misc, "performance-config.yaml"),
+				UpstreamTestCases: upstreamTestCases,
+				BudgetsConfig:     "config/budgets.yaml",
+				SchedulerConfig:   p.schedulerConfig,
+				Nodes:             nodes,
+				Label:             "budgetguard",
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := filepath.Join(b.TempDir(), "performance-config.yaml")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			var workload *schedperf.Workload
+			schedperf.RunBenchmarkPerfScheduling(b, path, "budgetguard", p.registry,
+				schedperf.WithPreRunFn(func(_ ktesting.TContext, w *schedperf.Workload) (func(), error) {
+					workload = w
+					return nil, nil
+				}),
+				schedperf.WithPrepareFn(func(tCtx ktesting.TContext) error {
+					return prepare(tCtx, workload)
+				}))
+		})
+	}
+}
+
+// prepare runs once the workload's API server and scheduler are up: it
+// serves the PodUnavailableBudget API (for both plugins, so that they see
+// the same cluster), starts the stand-in for a budgeted workload, and
+// arranges the heap figure.
+func prepare(tCtx ktesting.TContext, w *schedperf.Workload) error {
+	if w == nil {
+		return errors.New("scheduler_perf called the prepare hook before the pre-run hook")
+	}
+	cfg := tCtx.RESTConfig()
+	if err := installPUBCRD(tCtx, cfg); err != nil {
+		return err
+	}
+	b, ok := tCtx.TB().(*testing.B)
+	if !ok {
+		return fmt.Errorf("test/perf runs as a benchmark, not as %T", tCtx.TB())
+	}
+	// hack/perf.sh divides it by SchedulingDuration for pods/s, which exists
+	// when the measured phase is shorter than SchedulingThroughput's 1 s
+	// sample, as it is for some workloads at 100 nodes.
+	measured, err := w.GetParam("measurePods")
+	if err != nil {
+		return fmt.Errorf("workload %s: %w", w.Name, err)
+	}
+	b.Cleanup(func() {
+		b.ReportMetric(float64(measured), "measured-pods")
+		goruntime.GC()
+		var ms goruntime.MemStats
+		goruntime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+	})
+	if !slices.Contains(w.Labels, budgetsLabel) {
+		return nil
+	}
+	perClass, err := w.GetParam("budgetsPerClass")
+	if err != nil {
+		return fmt.Errorf("workload %s is labelled %q but: %w", w.Name, budgetsLabel, err)
+	}
+	// scheduler_perf's config asks for protobuf, which custom resources
+	// do not speak.
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType = "application/json"
+	kc, err := kruiseclient.NewForConfig(jsonCfg)
+	if err != nil {
+		return err
+	}
+	s, err := startStandin(tCtx, tCtx.Client(), kc, budgetsNamespace)
+	if err != nil {
+		return err
+	}
+	b.Cleanup(func() {
+		s.stop()
+		s.report(b, perClass*budgetClasses)
+	})
+	return nil
+}
+
+// withPUBCRD makes the PodUnavailableBudget API served before the plugin's
+// budget cache starts, as in a cluster where OpenKruise is installed, so
+// that the cache watches PUBs from the start instead of discovering them at
+// its next 30-second check.
+func withPUBCRD(factory frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+		if err := installPUBCRD(ctx, fh.KubeConfig()); err != nil {
+			return nil, err
+		}
+		return factory(ctx, obj, fh)
+	}
+}
+
+func installPUBCRD(ctx context.Context, cfg *rest.Config) error {
+	ext, err := apiextensionsclientset.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return sandbox.InstallPUBCRD(ctx, ext, client.Discovery())
+}
+
+// upstreamMisc is scheduler_perf's misc/ directory: -scheduler-perf-dir's,
+// or the module cache's copy of the k8s.io/kubernetes that go.mod requires.
+func upstreamMisc(b *testing.B) string {
+	dir := *upstreamDir
+	if dir == "" {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+		if err != nil {
+			b.Fatalf("finding k8s.io/kubernetes with go list (or pass -scheduler-perf-dir): %v", err)
+		}
+		dir = filepath.Join(strings.TrimSpace(string(out)), "test", "integration", "scheduler_perf")
+	}
+	misc := filepath.Join(dir, "misc")
+	if _, err := os.Stat(filepath.Join(misc, "performance-config.yaml")); err != nil {
+		b.Fatalf("upstream scheduler_perf: %v", err)
+	}
+	return misc
+}
