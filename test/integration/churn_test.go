@@ -253,8 +253,10 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		c.nodes = append(c.nodes, n.Name)
 	}
 
+	// testenv.Context ends after 2 minutes; the churn may run longer.
+	ctx, cancel := context.WithTimeout(t.Context(), cfg.maxDuration+5*time.Minute)
+	t.Cleanup(cancel)
 	// The auditor starts before anything is disrupted.
-	ctx := testenv.Context(t)
 	a, err := audit.New(audit.Options{
 		Config:  cp.Config,
 		LogPath: auditLog,
@@ -375,6 +377,9 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 	}
 	stopActors()
 	wg.Wait()
+	if elapsed := time.Since(began); elapsed < cfg.minDuration {
+		t.Errorf("the churn ran %s, want at least %s (context: %v)", elapsed.Round(time.Second), cfg.minDuration, ctx.Err())
+	}
 	descheduler := stopDescheduler()
 	stopScheduler()
 	elapsed := time.Since(began)
