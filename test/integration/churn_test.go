@@ -125,6 +125,25 @@ func actorOf(c audit.Component, userAgent string) string {
 	return string(c)
 }
 
+// splitViolations parts the auditor's violations into those of disruptions
+// budgetguard made (the scheduler's and the descheduler's), which its
+// promise forbids, and the others: the API server's own decisions on
+// requests budgetguard never saw (the test's direct evictions, the
+// rollouts). The Eviction API decides on the budget's status, which the
+// disruption controller writes some milliseconds after a pod's readiness
+// changes; an eviction in that window can leave a budget short, and no
+// plugin can prevent it.
+func (r *churnResult) splitViolations() (ours, others []audit.Violation) {
+	for _, v := range r.res.Violations {
+		if v.Disruption.Component == audit.ComponentScheduler || v.Disruption.Component == audit.ComponentDescheduler {
+			ours = append(ours, v)
+		} else {
+			others = append(others, v)
+		}
+	}
+	return ours, others
+}
+
 // summary is the numbers of the run on one line each.
 func (r *churnResult) summary() string {
 	var b strings.Builder
@@ -132,7 +151,8 @@ func (r *churnResult) summary() string {
 	fmt.Fprintf(&b, "API refusals by actor/code %v; 429s: direct evictor %d, descheduler %d, scheduler %d\n", sortedMap(r.refusalsBy()),
 		r.evictor.count(http.StatusTooManyRequests), r.descheduler.count(http.StatusTooManyRequests), r.refusalsBy()["scheduler/429"])
 	fmt.Fprintf(&b, "preemption waves %d (preemptors bound %d), readiness flaps %d, budget edits %d, rollouts %d\n", r.waves, r.preemptorsBound, r.flaps, r.edits, r.rolls)
-	fmt.Fprintf(&b, "violations: %d", len(r.res.Violations))
+	ours, others := r.splitViolations()
+	fmt.Fprintf(&b, "violations: %d (by budgetguard's scheduler and descheduler %d; by the API server's own decisions on direct evictions and rollouts %d)", len(r.res.Violations), len(ours), len(others))
 	for _, v := range r.res.Violations {
 		fmt.Fprintf(&b, "\n  %s %s/%s: %s %s %s/%s at %s left %d healthy, %d desired", v.Budget.Kind, v.Budget.Namespace, v.Budget.Name,
 			actorOf(v.Disruption.Component, v.Disruption.UserAgent), v.Disruption.Action, v.Disruption.Namespace, v.Disruption.Pod,
