@@ -355,3 +355,32 @@ func (c *Cache) HeldBy(pod *v1.Pod) []BudgetRef {
 	}
 	return refs
 }
+
+// WithHeld returns d with the budgets an earlier reservation of this very
+// pod holds added to its Spends. A decision about a pod the ledger already
+// holds spends nothing new in memory, but its durable record (an eviction
+// through the API server for a PDB, the status entry for a PUB) may not be
+// written yet: whoever disrupts the pod must still write it, or no other
+// process ever counts the disruption.
+func (c *Cache) WithHeld(d Decision, pod *v1.Pod) Decision {
+	held := c.HeldBy(pod)
+	if len(held) == 0 {
+		return d
+	}
+	spends := make([]BudgetRef, 0, len(d.Spends)+len(held))
+	spends = append(spends, d.Spends...)
+	for _, h := range held {
+		dup := false
+		for _, s := range d.Spends {
+			if s.Kind == h.Kind && s.Namespace == h.Namespace && s.Name == h.Name {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			spends = append(spends, h)
+		}
+	}
+	d.Spends = spends
+	return d
+}

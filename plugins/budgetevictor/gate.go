@@ -81,7 +81,7 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (*budg
 		return nil, g.refuse(namespace, name, string(d.Reason()), d.Message())
 	}
 	if g.sh.kruise != nil {
-		if err := budget.RecordPUBDisruptions(ctx, g.sh.kruise, d, pod, budget.OperationEvict, time.Now()); err != nil {
+		if err := budget.RecordPUBDisruptions(ctx, g.sh.kruise, c.WithHeld(d, pod), pod, budget.OperationEvict, time.Now()); err != nil {
 			if r != nil {
 				r.Cancel()
 			}

@@ -120,11 +120,17 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 			case len(d.Spends) > 0:
 				spending = append(spending, victim)
 			}
-			if d.Allowed && spendsKind(d, budget.KindPDB) {
-				cr.recorded[victim.UID] = true
-			}
-			if d.Allowed && spendsKind(d, budget.KindPUB) {
-				cr.pubSpends[victim.UID] = d
+			if d.Allowed {
+				// A victim an earlier reservation holds (another cycle's,
+				// another profile's) spends nothing new here, but its
+				// record must still be written when it goes.
+				rec := pl.budgets.WithHeld(d, victim)
+				if spendsKind(rec, budget.KindPDB) {
+					cr.recorded[victim.UID] = true
+				}
+				if spendsKind(rec, budget.KindPUB) {
+					cr.pubSpends[victim.UID] = rec
+				}
 			}
 		}
 		cr.risky = append(denied, spending...)

@@ -181,6 +181,21 @@ func TestDeleteActuationEvictsBudgetSpendingVictims(t *testing.T) {
 // as OpenKruise's webhook would; every other process then counts it.
 // Before, the only record was this process's ledger.
 func TestPUBDisruptionRecordedBeforeTheVictimGoes(t *testing.T) {
+	testPUBDisruptionRecorded(t, false)
+}
+
+// TestPUBDisruptionRecordedForAVictimAnEarlierReservationHolds: the ledger
+// already holds web-0 (an earlier cycle's or another profile's reservation
+// that was not actuated), so the candidate's plan spends nothing new on
+// it. Its disruption must still be recorded in the PUB's status before it
+// is deleted. Before, it was deleted unrecorded, and the descheduler,
+// deciding on the PUB's status, spent the same allowance again (seen under
+// TestPromiseAllActors: PUB app-03 left 2 available of 3 desired).
+func TestPUBDisruptionRecordedForAVictimAnEarlierReservationHolds(t *testing.T) {
+	testPUBDisruptionRecorded(t, true)
+}
+
+func testPUBDisruptionRecorded(t *testing.T, heldBefore bool) {
 	// kruise-api's generated fake clientset never sends the initial-events
 	// bookmark of a streaming list.
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
@@ -201,6 +216,11 @@ func TestPUBDisruptionRecordedBeforeTheVictimGoes(t *testing.T) {
 		t.Fatal("the budget cache did not sync")
 	}
 	e.pl.budgets, e.pl.kruise = bc, kc
+	if heldBefore {
+		if d, r := bc.Reserve(pods[0], budget.OperationDelete); !d.Allowed || r == nil {
+			t.Fatalf("the earlier reservation of web-0: %+v", d)
+		}
+	}
 	pubStatus := func() kruisepolicy.PodUnavailableBudgetStatus {
 		pub, err := kc.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(e.ctx, "web", metav1.GetOptions{})
 		if err != nil {
