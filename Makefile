@@ -11,7 +11,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$(VERSION)
 
-.PHONY: all build demo images test test-unit test-integration soak bench perf manifests verify
+.PHONY: all build demo images test test-unit test-integration soak promise bench perf manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -49,6 +49,12 @@ test-integration:
 soak:
 	hack/soak.sh
 
+# TestPromiseAllActors: every actor at once against the same budgets, judged
+# by the auditor (about a minute; build tag soak). Not in `make test` while
+# it finds an open defect (see docs/operations.md, "Known gaps").
+promise:
+	$(GO) test -tags soak -count=1 -run '^TestPromiseAllActors$$' -v ./test/integration
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...
 
@@ -78,4 +84,5 @@ verify:
 	hack/verify-manifests.sh
 	$(GO) vet ./...
 	$(GO) vet -tags perf ./test/perf/
+	$(GO) vet -tags soak ./test/integration/
 	$(TOOLS) golangci-lint run --allow-serial-runners ./...

@@ -1,3 +1,5 @@
+//go:build soak
+
 package integration
 
 import (
@@ -33,6 +35,7 @@ import (
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/sandbox"
+	"sigs.k8s.io/descheduler/pkg/descheduler"
 )
 
 // The churn: every actor that may take a pod away, at once, against the
@@ -726,4 +729,29 @@ func grepFile(path, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// startDeschedulerLoops runs the real descheduler with policy against cp,
+// a loop every interval, until the test ends or the stop function it
+// returns is called; stop waits for the loop under way and returns what
+// the Eviction API answered over all loops.
+func startDeschedulerLoops(t *testing.T, policy string, interval time.Duration) (stop func() *evictionCounter) {
+	t.Helper()
+	rs, p, counter := deschedulerServer(t, policy, deschedulerUserAgent, 0)
+	rs.DeschedulingInterval = interval
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- descheduler.RunDeschedulerStrategies(ctx, rs, p, "policy/v1") }()
+	var once sync.Once
+	stop = func() *evictionCounter {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && ctx.Err() == nil {
+				t.Errorf("descheduler: %v", err)
+			}
+		})
+		return counter
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }

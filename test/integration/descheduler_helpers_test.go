@@ -165,31 +165,6 @@ func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*ev
 // deschedulerUserAgent is the user agent of the descheduler's requests.
 const deschedulerUserAgent = "integration-descheduler"
 
-// startDeschedulerLoops runs the real descheduler with policy against cp,
-// a loop every interval, until the test ends or the stop function it
-// returns is called; stop waits for the loop under way and returns what
-// the Eviction API answered over all loops.
-func startDeschedulerLoops(t *testing.T, policy string, interval time.Duration) (stop func() *evictionCounter) {
-	t.Helper()
-	rs, p, counter := deschedulerServer(t, policy, deschedulerUserAgent, 0)
-	rs.DeschedulingInterval = interval
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- descheduler.RunDeschedulerStrategies(ctx, rs, p, "policy/v1") }()
-	var once sync.Once
-	stop = func() *evictionCounter {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil && ctx.Err() == nil {
-				t.Errorf("descheduler: %v", err)
-			}
-		})
-		return counter
-	}
-	t.Cleanup(func() { stop() })
-	return stop
-}
-
 // deschedulerServer builds the descheduler's server options and policy
 // (decoded by the budgetguard binary's own LoadPolicy) for a run against
 // cp with a client of userAgent, whose first failFirst eviction requests
