@@ -152,7 +152,7 @@ func (r *churnResult) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "churn in %s over %s: %d budgets, %d disruptions by actor %v\n", r.ns, r.elapsed.Round(time.Second), r.budgets, len(r.res.Disruptions), sortedMap(r.disruptionsBy()))
 	fmt.Fprintf(&b, "API refusals by actor/code %v; 429s: direct evictor %d, descheduler %d, scheduler %d\n", sortedMap(r.refusalsBy()),
-		r.evictor.count(http.StatusTooManyRequests), r.descheduler.count(http.StatusTooManyRequests), r.refusalsBy()["scheduler/429"])
+		r.evictor.Count(http.StatusTooManyRequests), r.descheduler.Count(http.StatusTooManyRequests), r.refusalsBy()["scheduler/429"])
 	fmt.Fprintf(&b, "preemption waves %d (preemptors bound %d), readiness flaps %d, budget edits %d, rollouts %d\n", r.waves, r.preemptorsBound, r.flaps, r.edits, r.rolls)
 	ours, others := r.splitViolations()
 	fmt.Fprintf(&b, "violations: %d (by budgetguard's scheduler and descheduler %d; by the API server's own decisions on direct evictions and rollouts %d)", len(r.res.Violations), len(ours), len(others))
@@ -365,7 +365,7 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		NodeSelector: sel, Namespace: c.ns, BudgetAware: true,
 		Strategy: "PodLifeTime", StrategyArgs: fmt.Sprintf("{maxPodLifeTimeSeconds: %d}", int(cfg.podLifeTime.Seconds())), ExtensionPoint: "deschedule",
 	}.YAML(), cfg.descheduleEvery)
-	evictor, evictorClient := countingClient(t, churnEvictorUserAgent, 100)
+	evictor, evictorClient := countingClient(t, churnEvictorUserAgent, 100, 0)
 	hist := watchHistory(t, c.runner, c.ns)
 
 	began := time.Now()
@@ -378,7 +378,7 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		c.budgetEdits,
 	}
 	if cfg.rollEvery > 0 {
-		_, rolloutClient := countingClient(t, churnRolloutUserAgent, 100)
+		_, rolloutClient := countingClient(t, churnRolloutUserAgent, 100, 0)
 		actors = append(actors, func(ctx context.Context, rng *rand.Rand) { c.rollingUpdates(ctx, rng, rolloutClient) })
 	}
 	for i, actor := range actors {

@@ -3,11 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,86 +34,8 @@ import (
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
-// evictionCounter is an http.RoundTripper that counts what the Eviction API
-// answered the descheduler. It strips Retry-After from 429s, so client-go's
-// typed Evict does not silently retry them (it would, up to 10 times, 10 s
-// apart) and each refused eviction is counted once, as the first attempt's
-// answer.
-type evictionCounter struct {
-	next http.RoundTripper
-
-	mu       sync.Mutex
-	byStatus map[int]int
-	pods     map[int][]string
-	// failNext eviction requests are answered 500 here, as if the API
-	// server had failed them, without reaching it; injected counts them.
-	failNext, injected int
-}
-
-func (c *evictionCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/eviction") {
-		c.mu.Lock()
-		fail := c.failNext > 0
-		if fail {
-			c.failNext--
-			c.injected++
-		}
-		c.mu.Unlock()
-		if fail {
-			body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected failure","reason":"InternalError","code":500}`
-			return &http.Response{
-				StatusCode: http.StatusInternalServerError,
-				Status:     "500 Internal Server Error",
-				Header:     http.Header{"Content-Type": []string{"application/json"}},
-				Body:       io.NopCloser(strings.NewReader(body)),
-				Request:    req,
-				ProtoMajor: 1, ProtoMinor: 1,
-			}, nil
-		}
-	}
-	resp, err := c.next.RoundTrip(req)
-	if err != nil || req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/eviction") {
-		return resp, err
-	}
-	parts := strings.Split(req.URL.Path, "/")
-	pod := parts[len(parts)-2]
-	c.mu.Lock()
-	c.byStatus[resp.StatusCode]++
-	c.pods[resp.StatusCode] = append(c.pods[resp.StatusCode], pod)
-	c.mu.Unlock()
-	if resp.StatusCode == http.StatusTooManyRequests {
-		resp.Header.Del("Retry-After")
-	}
-	return resp, nil
-}
-
-func (c *evictionCounter) count(status int) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.byStatus[status]
-}
-
-func (c *evictionCounter) total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, v := range c.byStatus {
-		n += v
-	}
-	return n
-}
-
-func (c *evictionCounter) evicted() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.pods[http.StatusCreated]...)
-}
-
-func (c *evictionCounter) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return fmt.Sprint(c.byStatus)
-}
+// evictionCounter counts what the Eviction API answered the descheduler.
+type evictionCounter = testenv.EvictionCounter
 
 var setupRegistry sync.Once
 
@@ -158,7 +78,7 @@ func runDeschedulerWith(t *testing.T, policy string, dryRun bool, until func(*ev
 	if err := descheduler.RunDeschedulerStrategies(ctx, rs, p, "policy/v1"); err != nil {
 		t.Fatalf("descheduler: %v", err)
 	}
-	t.Logf("descheduler (dryRun=%v): Eviction API answers by status: %s, evicted %v", dryRun, counter, counter.evicted())
+	t.Logf("descheduler (dryRun=%v): Eviction API answers by status: %s, evicted %v", dryRun, counter, counter.Evicted())
 	return counter
 }
 
@@ -180,8 +100,7 @@ func deschedulerServer(t *testing.T, policy, userAgent string, failFirst int) (*
 			Workloads: func() (kubernetes.Interface, error) { return cp.Client, nil },
 		})
 	})
-	counter, client := countingClient(t, userAgent, 1000)
-	counter.failNext = failFirst
+	counter, client := countingClient(t, userAgent, 1000, failFirst)
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
@@ -205,15 +124,12 @@ var deschedulerMetrics sync.Once
 
 // countingClient returns a client of cp with userAgent and qps (and as
 // much burst), and the counter of what the Eviction API answered it.
-func countingClient(t *testing.T, userAgent string, qps float32) (*evictionCounter, kubernetes.Interface) {
+func countingClient(t *testing.T, userAgent string, qps float32, failFirst int) (*evictionCounter, kubernetes.Interface) {
 	t.Helper()
-	counter := &evictionCounter{byStatus: map[int]int{}, pods: map[int][]string{}}
+	counter := testenv.NewEvictionCounter(failFirst)
 	cfg := rest.AddUserAgent(rest.CopyConfig(cp.Config), userAgent)
 	cfg.QPS, cfg.Burst = qps, int(qps)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		counter.next = rt
-		return counter
-	})
+	cfg.Wrap(counter.Wrap)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -274,13 +190,13 @@ func evictorNodes(t *testing.T, ns string, n int) ([]*corev1.Node, string) {
 // it in all (total; not checked when negative).
 func expectAnswers(t *testing.T, got *evictionCounter, created, tooMany, total int) {
 	t.Helper()
-	if n := got.count(http.StatusCreated); n != created {
+	if n := got.Count(http.StatusCreated); n != created {
 		t.Errorf("evictions that succeeded = %d, want %d (answers: %s)", n, created, got)
 	}
-	if n := got.count(http.StatusTooManyRequests); n != tooMany {
+	if n := got.Count(http.StatusTooManyRequests); n != tooMany {
 		t.Errorf("429s from the API server = %d, want %d (answers: %s)", n, tooMany, got)
 	}
-	if n := got.total(); total >= 0 && n != total {
+	if n := got.Total(); total >= 0 && n != total {
 		t.Errorf("eviction requests that reached the API server = %d, want %d (answers: %s)", n, total, got)
 	}
 }
@@ -307,7 +223,7 @@ func dryRunThenRealRunLoops(t *testing.T, policy, ns, nodeA string, loops int) (
 	}
 	dry := runDeschedulerUntil(t, policy, true, until)
 	predicted = deschedulerEvicted(t, strategy, ns, nodeA) - before
-	if n := dry.total(); n != 0 {
+	if n := dry.Total(); n != 0 {
 		t.Fatalf("dry-run sent %d eviction requests to the API server (answers: %s)", n, dry)
 	}
 	before = deschedulerEvicted(t, strategy, ns, nodeA)

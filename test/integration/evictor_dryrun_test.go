@@ -30,13 +30,13 @@ func TestDeschedulerDryRunPredictsRealRun(t *testing.T) {
 	}
 	predicted, _, real := dryRunThenRealRunLoops(t, highUtilizationPolicy(ns, sel, true), ns, nodeA, 3)
 	performed := 0
-	for _, name := range real.evicted() {
+	for _, name := range real.Evicted() {
 		if ready[name] {
 			performed++
 		}
 	}
 	if predicted != 1 || performed != 1 {
-		t.Errorf("over 3 loops the dry-run predicted %d evictions, the real run evicted %d of the 3 Ready pods (API: %s, evicted %v); want 1 and 1", predicted, performed, real, real.evicted())
+		t.Errorf("over 3 loops the dry-run predicted %d evictions, the real run evicted %d of the 3 Ready pods (API: %s, evicted %v); want 1 and 1", predicted, performed, real, real.Evicted())
 	}
 }
 

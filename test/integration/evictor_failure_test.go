@@ -12,15 +12,15 @@ import (
 func TestEvictorFailedEvictionDoesNotHoldBudget(t *testing.T) {
 	ns, sel := setupUnderutilized(t)
 	got := runDeschedulerWith(t, highUtilizationPolicy(ns, sel, true), false, func(c *evictionCounter) bool {
-		return c.count(http.StatusCreated) >= 1
+		return c.Count(http.StatusCreated) >= 1
 	}, 1)
-	if got.injected != 1 {
-		t.Fatalf("injected eviction failures = %d, want 1", got.injected)
+	if got.Injected() != 1 {
+		t.Fatalf("injected eviction failures = %d, want 1", got.Injected())
 	}
-	if n := got.count(http.StatusCreated); n != 1 {
+	if n := got.Count(http.StatusCreated); n != 1 {
 		t.Errorf("evictions after the failed one = %d, want 1 (answers: %s)", n, got)
 	}
-	if n := got.count(http.StatusTooManyRequests); n != 0 {
+	if n := got.Count(http.StatusTooManyRequests); n != 0 {
 		t.Errorf("429s = %d, want 0 (answers: %s)", n, got)
 	}
 }

@@ -19,10 +19,10 @@ func TestEvictorPodUnavailableBudget(t *testing.T) {
 	env.SetPUBStatus(t, pub, 3, 2, 1)
 
 	got := runDescheduler(t, highUtilizationPolicy(ns, sel, true), false)
-	if n := got.count(http.StatusCreated); n != 1 {
+	if n := got.Count(http.StatusCreated); n != 1 {
 		t.Errorf("evictions = %d, want 1, the PUB's budget (answers: %s)", n, got)
 	}
-	if n := got.total(); n != 1 {
+	if n := got.Total(); n != 1 {
 		t.Errorf("eviction requests = %d, want 1 (answers: %s)", n, got)
 	}
 }
@@ -33,7 +33,7 @@ func TestDeschedulerDefaultEvictorIgnoresPUB(t *testing.T) {
 	ns, sel, _ := setupUnderutilizedWith(t, nil, -1)
 	env.CreatePUB(t, ns, testobj.MakePUB().Name("web").MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)))
 	got := runDescheduler(t, highUtilizationPolicy(ns, sel, false), false)
-	if n := got.count(http.StatusCreated); n != 3 {
+	if n := got.Count(http.StatusCreated); n != 3 {
 		t.Errorf("evictions = %d, want 3 (answers: %s)", n, got)
 	}
 }

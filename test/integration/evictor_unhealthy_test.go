@@ -63,17 +63,17 @@ func TestEvictorUnhealthyPodEvictionPolicy(t *testing.T) {
 	t.Run("AlwaysAllow evicts crash-looping pods with budget 0", func(t *testing.T) {
 		ns, sel := setupCrashLoop(t, "AlwaysAllow")
 		got := runDescheduler(t, restartsPolicy(ns, sel), false)
-		if n := got.count(http.StatusCreated); n != 3 {
+		if n := got.Count(http.StatusCreated); n != 3 {
 			t.Errorf("evictions = %d, want 3 (answers: %s)", n, got)
 		}
-		if n := got.total(); n != 3 {
+		if n := got.Total(); n != 3 {
 			t.Errorf("eviction requests = %d, want 3 (answers: %s)", n, got)
 		}
 	})
 	t.Run("IfHealthyBudget keeps them while the app is disrupted", func(t *testing.T) {
 		ns, sel := setupCrashLoop(t, "IfHealthyBudget")
 		got := runDescheduler(t, restartsPolicy(ns, sel), false)
-		if n := got.total(); n != 0 {
+		if n := got.Total(); n != 0 {
 			t.Errorf("eviction requests = %d, want 0 (answers: %s)", n, got)
 		}
 	})

@@ -82,7 +82,7 @@ func TestEvictorRefusesPodsOnNodeBeingRemovedByAutoscaler(t *testing.T) {
 	before := evictorRefusals(t, "PreEvictionFilter", budgetevictor.ReasonNodeBeingDrainedByAutoscaler) +
 		evictorRefusals(t, "Filter", budgetevictor.ReasonNodeBeingDrainedByAutoscaler)
 	got := runDescheduler(t, highUtilizationPolicy(ns, sel, true), false)
-	if n := got.total(); n != 0 {
+	if n := got.Total(); n != 0 {
 		t.Errorf("eviction requests = %d, want 0 (answers: %s)", n, got)
 	}
 	after := evictorRefusals(t, "PreEvictionFilter", budgetevictor.ReasonNodeBeingDrainedByAutoscaler) +
@@ -91,7 +91,7 @@ func TestEvictorRefusesPodsOnNodeBeingRemovedByAutoscaler(t *testing.T) {
 		t.Errorf("refusals with reason %s rose by %v, want at least 1", budgetevictor.ReasonNodeBeingDrainedByAutoscaler, after-before)
 	}
 	ref := runDescheduler(t, highUtilizationPolicy(ns, sel, false), false)
-	if n := ref.count(http.StatusCreated); n != 3 {
+	if n := ref.Count(http.StatusCreated); n != 3 {
 		t.Errorf("reference evictions = %d, want 3 (answers: %s)", n, ref)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +32,7 @@ import (
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 
 	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
+	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -135,9 +135,9 @@ func BenchmarkDeschedulingLoop(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(res.loop.Seconds(), "loop-s")
 			b.ReportMetric(res.run.Seconds(), "run-s")
-			b.ReportMetric(float64(res.counter.count(http.StatusCreated)), "evictions")
-			b.ReportMetric(float64(res.counter.count(http.StatusTooManyRequests)), "refused-429")
-			if err := loop.restore(ctx, res.counter.evicted()); err != nil {
+			b.ReportMetric(float64(res.counter.Count(http.StatusCreated)), "evictions")
+			b.ReportMetric(float64(res.counter.Count(http.StatusTooManyRequests)), "refused-429")
+			if err := loop.restore(ctx, res.counter.Evicted()); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -359,7 +359,7 @@ func (c *loopCluster) restore(ctx context.Context, evicted []string) error {
 
 type loopResult struct {
 	loop, run time.Duration
-	counter   *evictionCounter
+	counter   *testenv.EvictionCounter
 }
 
 var setupDeschedulerPlugins sync.Once
@@ -377,13 +377,10 @@ func (c *loopCluster) run(ctx context.Context, policy, dir string) (loopResult, 
 		})
 		deschedulermetrics.Register()
 	})
-	counter := &evictionCounter{byStatus: map[int]int{}}
+	counter := testenv.NewEvictionCounter(0)
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 1000, 1000
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		counter.next = rt
-		return counter
-	})
+	cfg.Wrap(counter.Wrap)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return loopResult{}, err
@@ -436,44 +433,4 @@ func loopSeconds() (float64, error) {
 		return sum, nil
 	}
 	return 0, nil
-}
-
-// evictionCounter is an http.RoundTripper that counts the Eviction API's
-// answers by status. It strips Retry-After from 429s, so client-go does not
-// retry them and each refusal is counted once.
-type evictionCounter struct {
-	next     http.RoundTripper
-	mu       sync.Mutex
-	byStatus map[int]int
-	created  []string
-}
-
-func (c *evictionCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(req)
-	if err != nil || req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/eviction") {
-		return resp, err
-	}
-	parts := strings.Split(req.URL.Path, "/")
-	c.mu.Lock()
-	c.byStatus[resp.StatusCode]++
-	if resp.StatusCode == http.StatusCreated {
-		c.created = append(c.created, parts[len(parts)-2])
-	}
-	c.mu.Unlock()
-	if resp.StatusCode == http.StatusTooManyRequests {
-		resp.Header.Del("Retry-After")
-	}
-	return resp, nil
-}
-
-func (c *evictionCounter) count(status int) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.byStatus[status]
-}
-
-func (c *evictionCounter) evicted() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.created...)
 }
