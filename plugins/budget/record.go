@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,15 +32,28 @@ import (
 // Where the webhook runs, it finds the pod already recorded and admits it
 // without spending again, as it does for its own entries.
 
+// PUBRecord is one disruption that RecordPUBDisruptions wrote into a PUB's
+// status: the PUB, the pod, and the time it recorded.
+type PUBRecord struct {
+	Namespace, Name string
+	Pod             string
+	At              metav1.Time
+}
+
 // RecordPUBDisruption records the disruption of pod by op in the status of
 // the PUB namespace/name, as OpenKruise's webhook does. It decides on the PUB
 // as the API server has it (not on the cache): a pod the PUB no longer
 // protects, or already recorded, needs no record; a PUB that does not allow
 // the disruption any more returns a *DeniedError and writes nothing; a PUB
-// that is gone needs no record. A conflict re-reads and decides again.
-func RecordPUBDisruption(ctx context.Context, client kruiseclientset.Interface, namespace, name string, pod *v1.Pod, op Operation, now time.Time) error {
+// that is gone needs no record. A conflict re-reads and decides again. It
+// returns the record it wrote, nil when it wrote none.
+func RecordPUBDisruption(ctx context.Context, client kruiseclientset.Interface, namespace, name string, pod *v1.Pod, op Operation, now time.Time) (*PUBRecord, error) {
 	pubs := client.PolicyV1alpha1().PodUnavailableBudgets(namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// The status holds seconds; the record is compared as read back.
+	at := metav1.NewTime(now).Rfc3339Copy()
+	var rec *PUBRecord
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rec = nil
 		pub, err := pubs.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -47,19 +61,26 @@ func RecordPUBDisruption(ctx context.Context, client kruiseclientset.Interface, 
 		if err != nil {
 			return fmt.Errorf("read PodUnavailableBudget %s/%s to record the disruption of pod %s: %w", namespace, name, pod.Name, err)
 		}
-		updated, err := recordedPUB(pub, pod, op, now)
+		updated, err := recordedPUB(pub, pod, op, at)
 		if err != nil || updated == nil {
 			return err
 		}
-		_, err = pubs.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-		return err
+		if _, err := pubs.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		rec = &PUBRecord{Namespace: namespace, Name: name, Pod: pod.Name, At: at}
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
-// recordedPUB returns pub with the disruption of pod recorded, nil when none
-// is needed, or a *DeniedError when pub refuses it. The budget rules are
-// evaluatePUB's, with nothing in flight: the status is the record.
-func recordedPUB(pub *kruisepolicy.PodUnavailableBudget, pod *v1.Pod, op Operation, now time.Time) (*kruisepolicy.PodUnavailableBudget, error) {
+// recordedPUB returns pub with the disruption of pod recorded at at, nil
+// when none is needed, or a *DeniedError when pub refuses it. The budget
+// rules are evaluatePUB's, with nothing in flight: the status is the record.
+func recordedPUB(pub *kruisepolicy.PodUnavailableBudget, pod *v1.Pod, op Operation, at metav1.Time) (*kruisepolicy.PodUnavailableBudget, error) {
 	v := evaluatePUB(pod, pub, op, pending{})
 	switch {
 	case v.denial != nil:
@@ -71,21 +92,83 @@ func recordedPUB(pub *kruisepolicy.PodUnavailableBudget, pod *v1.Pod, op Operati
 	if pub.Status.DisruptedPods == nil {
 		pub.Status.DisruptedPods = map[string]metav1.Time{}
 	}
-	pub.Status.DisruptedPods[pod.Name] = metav1.NewTime(now)
+	pub.Status.DisruptedPods[pod.Name] = at
 	pub.Status.UnavailableAllowed--
 	return pub, nil
 }
 
 // RecordPUBDisruptions records the disruption of pod in every PUB that d
-// spends (see RecordPUBDisruption). It stops at the first error.
-func RecordPUBDisruptions(ctx context.Context, client kruiseclientset.Interface, d Decision, pod *v1.Pod, op Operation, now time.Time) error {
+// spends (see RecordPUBDisruption) and returns the records it wrote. It
+// stops at the first error, and then takes back the records it wrote (see
+// UndoPUBRecords): the pod is not disrupted, and a record left behind would
+// make its later disruption free under rule 5.
+func RecordPUBDisruptions(ctx context.Context, client kruiseclientset.Interface, d Decision, pod *v1.Pod, op Operation, now time.Time) ([]PUBRecord, error) {
+	var recs []PUBRecord
 	for _, b := range d.Spends {
 		if b.Kind != KindPUB {
 			continue
 		}
-		if err := RecordPUBDisruption(ctx, client, b.Namespace, b.Name, pod, op, now); err != nil {
-			return err
+		rec, err := RecordPUBDisruption(ctx, client, b.Namespace, b.Name, pod, op, now)
+		if err != nil {
+			if uerr := UndoPUBRecords(ctx, client, recs); uerr != nil {
+				err = fmt.Errorf("%w; and taking back the records already written: %w", err, uerr)
+			}
+			return nil, err
+		}
+		if rec != nil {
+			recs = append(recs, *rec)
 		}
 	}
-	return nil
+	return recs, nil
+}
+
+// UndoPUBRecords takes back records of disruptions that did not happen: the
+// API server refused the eviction or the delete. Under rule 5 a pod in a
+// PUB's status.disruptedPods is already counted, so a record left behind for
+// a pod that stays makes its later disruption free while the PUB may be
+// short (Kruise keeps such an entry until it times out).
+//
+// Each entry is removed only when it is still the one written (same pod,
+// same time), in one status update with the PUB's resourceVersion; a
+// conflict re-reads. unavailableAllowed is not raised: the PUB's controller
+// recomputes it from the pods, and until then the PUB allows one disruption
+// fewer, never one more. It tries every record and returns the errors.
+func UndoPUBRecords(ctx context.Context, client kruiseclientset.Interface, recs []PUBRecord) error {
+	var errs []error
+	for _, rec := range recs {
+		pubs := client.PolicyV1alpha1().PodUnavailableBudgets(rec.Namespace)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pub, err := pubs.Get(ctx, rec.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			at, ok := pub.Status.DisruptedPods[rec.Pod]
+			if !ok || !at.Equal(&rec.At) {
+				return nil
+			}
+			pub = pub.DeepCopy()
+			delete(pub.Status.DisruptedPods, rec.Pod)
+			_, err = pubs.UpdateStatus(ctx, pub, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("take back the disruption record of pod %s from PodUnavailableBudget %s/%s: %w", rec.Pod, rec.Namespace, rec.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DisruptionRefused reports whether err is the API server's answer that it
+// did not disrupt the pod: a 4xx status (a budget's 429, a precondition's
+// 409). A timeout, a connection error or a 5xx leaves it unknown.
+func DisruptionRefused(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Status().Code
+	return code >= 400 && code < 500
 }

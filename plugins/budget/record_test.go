@@ -51,21 +51,21 @@ func TestRecordPUBDisruption(t *testing.T) {
 		return got
 	}
 
-	if err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-0"), OperationDelete, now); err != nil {
-		t.Fatalf("record web-0: %v", err)
+	if rec, err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-0"), OperationDelete, now); err != nil || rec == nil {
+		t.Fatalf("record web-0: %+v, %v; want the record", rec, err)
 	}
 	st := get().Status
 	if _, ok := st.DisruptedPods["web-0"]; !ok || st.UnavailableAllowed != 0 || updates != 1 {
 		t.Fatalf("after web-0: disruptedPods %v, unavailableAllowed %d, %d updates; want web-0 recorded, 0 allowed, 1 update", st.DisruptedPods, st.UnavailableAllowed, updates)
 	}
 
-	err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-1"), OperationDelete, now)
+	_, err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-1"), OperationDelete, now)
 	var de *DeniedError
 	if !errors.As(err, &de) || de.Decision.Reason() != ReasonInsufficientBudget {
 		t.Fatalf("record web-1: %v, want the PUB's InsufficientBudget refusal", err)
 	}
-	if err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-0"), OperationDelete, now); err != nil || updates != 1 {
-		t.Fatalf("record web-0 again: %v after %d updates, want nil and no second update", err, updates)
+	if rec, err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-0"), OperationDelete, now); err != nil || rec != nil || updates != 1 {
+		t.Fatalf("record web-0 again: %+v, %v after %d updates, want no record, nil and no second update", rec, err, updates)
 	}
 
 	// Another writer recorded web-2 between our read and our write: the
@@ -85,8 +85,82 @@ func TestRecordPUBDisruption(t *testing.T) {
 		}
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "podunavailablebudgets"}, "web", errors.New("the object has been modified"))
 	})
-	err = RecordPUBDisruption(ctx, fresh, "shop", "web", pod("web-3"), OperationDelete, now)
+	_, err = RecordPUBDisruption(ctx, fresh, "shop", "web", pod("web-3"), OperationDelete, now)
 	if !errors.As(err, &de) {
 		t.Fatalf("record web-3 after a conflicting record of web-2: %v, want a refusal decided on the new status", err)
+	}
+}
+
+// TestUndoPUBRecords: a disruption the API server then refused is taken
+// back from the PUB's status, so the pod, which stays, is not free to take
+// later under rule 5 (found by TestPromiseAllActors: a preemption aborted
+// after the record, and a later one deleted the Ready pod as already
+// counted). unavailableAllowed is not raised: the PUB's controller
+// recomputes it. An entry written since by someone else (another time) is
+// left alone. Before, nothing took a record back.
+func TestUndoPUBRecords(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 500, time.UTC)
+	client := kruisefake.NewSimpleClientset(
+		testobj.MakePUB().Namespace("shop").Name("a").Generation(1).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj(),
+		testobj.MakePUB().Namespace("shop").Name("b").Generation(1).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+	web0 := testobj.MakePod().Namespace("shop").Name("web-0").Label("app", "web").Running().Obj()
+	d := Decision{Allowed: true, Spends: []BudgetRef{{Kind: KindPUB, Namespace: "shop", Name: "a"}, {Kind: KindPUB, Namespace: "shop", Name: "b"}}}
+	recs, err := RecordPUBDisruptions(ctx, client, d, web0, OperationDelete, now)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("RecordPUBDisruptions = %+v, %v; want two records", recs, err)
+	}
+	get := func(name string) kruisepolicy.PodUnavailableBudgetStatus {
+		t.Helper()
+		got, err := client.PolicyV1alpha1().PodUnavailableBudgets("shop").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status
+	}
+	// Someone else recorded web-0 in b since, at another time.
+	other := get("b")
+	pubB, _ := client.PolicyV1alpha1().PodUnavailableBudgets("shop").Get(ctx, "b", metav1.GetOptions{})
+	pubB.Status = other
+	pubB.Status.DisruptedPods = map[string]metav1.Time{"web-0": metav1.NewTime(now.Add(time.Minute)).Rfc3339Copy()}
+	if _, err := client.PolicyV1alpha1().PodUnavailableBudgets("shop").UpdateStatus(ctx, pubB, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := UndoPUBRecords(ctx, client, recs); err != nil {
+		t.Fatalf("UndoPUBRecords: %v", err)
+	}
+	if st := get("a"); len(st.DisruptedPods) != 0 || st.UnavailableAllowed != 0 {
+		t.Errorf("pub a after the undo: disruptedPods %v, unavailableAllowed %d; want no entry and still 0 allowed", st.DisruptedPods, st.UnavailableAllowed)
+	}
+	if st := get("b"); len(st.DisruptedPods) != 1 {
+		t.Errorf("pub b after the undo: disruptedPods %v; want the other writer's entry kept", st.DisruptedPods)
+	}
+	if !DisruptionRefused(apierrors.NewTooManyRequests("budget", 0)) || DisruptionRefused(apierrors.NewInternalError(errors.New("x"))) || DisruptionRefused(errors.New("timeout")) {
+		t.Error("DisruptionRefused: want true for a 429 only, of these three")
+	}
+}
+
+// TestRecordPUBDisruptionsTakesBackWhatItWroteWhenOnePUBRefuses: the pod is
+// not disrupted when its second PUB refuses, so the first PUB's record is
+// taken back. Before, it stayed.
+func TestRecordPUBDisruptionsTakesBackWhatItWroteWhenOnePUBRefuses(t *testing.T) {
+	ctx := context.Background()
+	client := kruisefake.NewSimpleClientset(
+		testobj.MakePUB().Namespace("shop").Name("a").Generation(1).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj(),
+		testobj.MakePUB().Namespace("shop").Name("b").Generation(1).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(0)).Status(3, 3, 0).Obj())
+	web0 := testobj.MakePod().Namespace("shop").Name("web-0").Label("app", "web").Running().Obj()
+	d := Decision{Allowed: true, Spends: []BudgetRef{{Kind: KindPUB, Namespace: "shop", Name: "a"}, {Kind: KindPUB, Namespace: "shop", Name: "b"}}}
+	recs, err := RecordPUBDisruptions(ctx, client, d, web0, OperationDelete, time.Now())
+	var de *DeniedError
+	if !errors.As(err, &de) || recs != nil {
+		t.Fatalf("RecordPUBDisruptions = %+v, %v; want pub b's refusal and no records", recs, err)
+	}
+	a, err := client.PolicyV1alpha1().PodUnavailableBudgets("shop").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Status.DisruptedPods) != 0 {
+		t.Errorf("pub a keeps disruptedPods %v after pub b refused the pod; want none", a.Status.DisruptedPods)
 	}
 }

@@ -58,46 +58,73 @@ type evictionGate struct {
 	logger klog.Logger
 }
 
-// admit decides the eviction of namespace/name. It returns the reservation
-// to cancel if the eviction then fails (nil when nothing was reserved), or
-// the Status to answer with when the eviction is refused.
-func (g *evictionGate) admit(ctx context.Context, namespace, name string) (*budget.Reservation, *metav1.Status) {
+// admitted is what an admitted eviction holds until the API server answers:
+// the ledger reservation (nil when nothing was reserved) and the PUB records
+// written for it.
+type admitted struct {
+	r    *budget.Reservation
+	recs []budget.PUBRecord
+}
+
+// failed gives back what the eviction held when the API server did not
+// accept it: the reservation always, and the PUB records when the server
+// refused (a 4xx), so that the pod, which stays, is not free to take later
+// under rule 5. When the outcome is unknown the records stay until Kruise's
+// controller times them out.
+func (a admitted) failed(ctx context.Context, g *evictionGate, refused bool) {
+	if a.r != nil {
+		a.r.Cancel()
+	}
+	if !refused || len(a.recs) == 0 {
+		return
+	}
+	if err := budget.UndoPUBRecords(ctx, g.sh.kruise, a.recs); err != nil {
+		g.logger.Info("Warning: the disruption of a pod whose eviction the API server refused is still recorded in its PodUnavailableBudget; the record times out", "err", err)
+	}
+}
+
+// admit decides the eviction of namespace/name. It returns what to give
+// back if the eviction then fails, or the Status to answer with when the
+// eviction is refused.
+func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admitted, *metav1.Status) {
 	c, err := g.sh.budgets()
 	if err != nil || !c.HasSynced() {
-		return nil, g.refuse(namespace, name, ReasonCacheNotSynced, "budget cache not synced")
+		return admitted{}, g.refuse(namespace, name, ReasonCacheNotSynced, "budget cache not synced")
 	}
 	pod, err := g.pods.Pods(namespace).Get(name)
 	if err != nil {
 		// The cache does not know the pod (yet, or any more): the API
 		// server decides on its own, with its own budget check.
 		g.logger.V(4).Info("Eviction of a pod the budget cache does not hold is passed through", "pod", klog.KRef(namespace, name), "err", err)
-		return nil, nil
+		return admitted{}, nil
 	}
 	if refs := evictedEarlier(g.sh, c, pod); refs != "" {
-		return nil, g.refuse(namespace, name, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
+		return admitted{}, g.refuse(namespace, name, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
 	}
 	d, r := c.Reserve(pod, budget.OperationEvict)
 	if !d.Allowed {
-		return nil, g.refuse(namespace, name, string(d.Reason()), d.Message())
+		return admitted{}, g.refuse(namespace, name, string(d.Reason()), d.Message())
 	}
+	a := admitted{r: r}
 	if g.sh.kruise != nil {
-		if err := budget.RecordPUBDisruptions(ctx, g.sh.kruise, c.WithHeld(d, pod), pod, budget.OperationEvict, time.Now()); err != nil {
+		a.recs, err = budget.RecordPUBDisruptions(ctx, g.sh.kruise, c.WithHeld(d, pod), pod, budget.OperationEvict, time.Now())
+		if err != nil {
 			if r != nil {
 				r.Cancel()
 			}
 			var de *budget.DeniedError
 			if errors.As(err, &de) {
-				return nil, g.refuse(namespace, name, string(de.Decision.Reason()), de.Decision.Message())
+				return admitted{}, g.refuse(namespace, name, string(de.Decision.Reason()), de.Decision.Message())
 			}
 			// Not recorded, so not sent: fail closed.
-			return nil, g.refuse(namespace, name, ReasonPUBRecordFailed, err.Error())
+			return admitted{}, g.refuse(namespace, name, ReasonPUBRecordFailed, err.Error())
 		}
 	}
 	if r != nil {
 		reservations.Inc()
 		g.logger.V(3).Info("Reserved disruption budget for eviction", "pod", klog.KObj(pod), "budgets", d.Spends)
 	}
-	return r, nil
+	return a, nil
 }
 
 func (g *evictionGate) refuse(namespace, name, reason, message string) *metav1.Status {
@@ -201,7 +228,8 @@ func (t *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return t.next.RoundTrip(req)
 	}
-	r, st := t.gate.Load().admit(req.Context(), namespace, name)
+	g := t.gate.Load()
+	a, st := g.admit(req.Context(), namespace, name)
 	if st != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
@@ -210,9 +238,7 @@ func (t *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
-		if r != nil {
-			r.Cancel()
-		}
+		a.failed(req.Context(), g, err == nil && resp.StatusCode >= 400 && resp.StatusCode < 500)
 	}
 	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
 		// The API server's budget check refused (our cache was behind).

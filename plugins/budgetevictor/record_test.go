@@ -58,3 +58,76 @@ func TestGateRecordsPUBDisruptionBeforeTheEviction(t *testing.T) {
 		t.Errorf("the server saw %d evictions of b, want 0", n)
 	}
 }
+
+// TestGateTakesBackThePUBRecordWhenTheServerRefuses: the gate recorded b's
+// disruption in its PUB before sending the eviction, and the API server
+// refused it (429, a PDB the gate's cache had not seen spent). b stays, so
+// its record is taken back: otherwise rule 5 counts b as already disrupted,
+// and its next eviction is sent as free while the PUB allows nothing (found
+// by TestPromiseAllActors). An eviction whose outcome is unknown (a 500)
+// keeps its record. Before, the record stayed and the server saw b's
+// eviction twice.
+func TestGateTakesBackThePUBRecordWhenTheServerRefuses(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	srv, real := realClientset(t)
+	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+	disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
+	opts := Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc, disc, nil }}
+	p := pluginOn(t, nil, opts, fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()), real)
+	if !cacheOf(t, p).PUBEnabled() {
+		t.Fatal("PUB support is off")
+	}
+	ctx := context.Background()
+	status := func() (map[string]metav1.Time, int32) {
+		t.Helper()
+		pub, err := kc.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pub.Status.DisruptedPods, pub.Status.UnavailableAllowed
+	}
+
+	// The fake API server answers b's eviction with 429.
+	if err := evict(ctx, real, "b"); !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("eviction of b: %v, want the server's 429", err)
+	}
+	if recorded, _ := status(); len(recorded) != 0 {
+		t.Errorf("after the server refused b, the PUB's disruptedPods is %v; want b's record taken back", recorded)
+	}
+	// Wait until the cache has seen the status without b's record, then
+	// try b again: the PUB allows nothing now (its controller has not
+	// recomputed), so the gate refuses before the server.
+	if err := waitFor(func() bool {
+		return !cacheOf(t, p).Decide(webPod("b").Obj(), budget.OperationEvict).Allowed
+	}); err != nil {
+		t.Errorf("the cache still takes b as free: %v", err)
+	}
+	if err := evict(ctx, real, "b"); !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("second eviction of b: %v, want a 429", err)
+	}
+	if n := srv.evictions("b"); n != 1 {
+		t.Errorf("the server saw %d evictions of b, want 1: b is not free to take after its eviction was refused", n)
+	}
+
+	// c's eviction fails with a 500: it may have happened, so c's record
+	// stays (Kruise's controller times it out).
+	kc2 := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+	disc2 := &fakediscovery.FakeDiscovery{Fake: &kc2.Fake}
+	disc2.Resources = disc.Resources
+	srv2, real2 := realClientset(t)
+	opts2 := Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc2, disc2, nil }}
+	pluginOn(t, nil, opts2, fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()), real2)
+	if err := evict(ctx, real2, "c"); !apierrors.IsInternalError(err) {
+		t.Fatalf("eviction of c: %v, want the server's 500", err)
+	}
+	pub, err := kc2.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pub.Status.DisruptedPods["c"]; !ok || srv2.evictions("c") != 1 {
+		t.Errorf("after the server's 500 on c: disruptedPods %v, %d evictions; want c's record kept", pub.Status.DisruptedPods, srv2.evictions("c"))
+	}
+}

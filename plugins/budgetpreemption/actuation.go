@@ -61,6 +61,10 @@ type candidateReservation struct {
 	// PodUnavailableBudget; their record is written into the PUB's status
 	// before they are disrupted (see actuate).
 	pubSpends map[types.UID]budget.Decision
+	// pubRecords are the records written for each victim; they are taken
+	// back when the API server refuses to disrupt it.
+	pubRecords map[types.UID][]budget.PUBRecord
+	recordsMu  sync.Mutex
 }
 
 // reserve returns the reservation of candidate c, making it on first use:
@@ -76,7 +80,7 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 				delete(pl.reservations, k)
 			}
 		}
-		cr = &candidateReservation{created: now, done: map[types.UID]error{}, current: map[types.UID]*v1.Pod{}, recorded: map[types.UID]bool{}, pubSpends: map[types.UID]budget.Decision{}}
+		cr = &candidateReservation{created: now, done: map[types.UID]error{}, current: map[types.UID]*v1.Pod{}, recorded: map[types.UID]bool{}, pubSpends: map[types.UID]budget.Decision{}, pubRecords: map[types.UID][]budget.PUBRecord{}}
 		pl.reservations[c] = cr
 	}
 	pl.mu.Unlock()
@@ -228,6 +232,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		return nil
 	}
 	cr.r.CancelPod(victim.Namespace, victim.Name)
+	pl.undoPUBRecords(ctx, cr, victim, err)
 	code := "other"
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {
@@ -259,7 +264,31 @@ func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateRe
 	if !ok || pl.kruise == nil {
 		return nil
 	}
-	return budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, pl.operation(preemptor), time.Now())
+	recs, err := budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, pl.operation(preemptor), time.Now())
+	if len(recs) > 0 {
+		cr.recordsMu.Lock()
+		cr.pubRecords[victim.UID] = recs
+		cr.recordsMu.Unlock()
+	}
+	return err
+}
+
+// undoPUBRecords takes back the PUB records of victim when the API server
+// refused to disrupt it (disruptErr): the victim stays, and a record left
+// behind would make a later disruption of it free under rule 5 while its
+// PUB may be short. When the outcome is unknown (a timeout, a 5xx), the
+// record stays; Kruise's controller drops it when it times out.
+func (pl *BudgetAwarePreemption) undoPUBRecords(ctx context.Context, cr *candidateReservation, victim *v1.Pod, disruptErr error) {
+	cr.recordsMu.Lock()
+	recs := cr.pubRecords[victim.UID]
+	delete(cr.pubRecords, victim.UID)
+	cr.recordsMu.Unlock()
+	if len(recs) == 0 || !budget.DisruptionRefused(disruptErr) {
+		return
+	}
+	if err := budget.UndoPUBRecords(ctx, pl.kruise, recs); err != nil {
+		klog.FromContext(ctx).Info("Warning: the disruption of a victim the API server refused is still recorded in its PodUnavailableBudget; the record times out", "victim", klog.KObj(victim), "err", err)
+	}
 }
 
 // deletes reports whether victim is deleted rather than evicted:

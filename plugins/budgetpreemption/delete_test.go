@@ -13,6 +13,7 @@ import (
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -241,5 +242,53 @@ func testPUBDisruptionRecorded(t *testing.T, heldBefore bool) {
 	}
 	if st := pubStatus(); len(deleted) != 1 || st.UnavailableAllowed != 0 {
 		t.Errorf("deleted %v, pub status unavailableAllowed %d disruptedPods %v; want web-0 deleted and recorded, 0 allowed", deleted, st.UnavailableAllowed, st.DisruptedPods)
+	}
+}
+
+// TestPUBRecordTakenBackWhenTheVictimIsRefused: web-0's disruption was
+// recorded in its PUB, then the API server refused its eviction (a 429 from
+// a budget the cache had not seen spent). web-0 stays, so the record is
+// taken back; left behind, rule 5 would count web-0 as already disrupted,
+// and a later preemption would take it, Ready, while the PUB allows
+// nothing (found by TestPromiseAllActors). A victim whose outcome is
+// unknown (a timeout) keeps its record. Before, every record stayed.
+func TestPUBRecordTakenBackWhenTheVictimIsRefused(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	for _, tc := range []struct {
+		name       string
+		err        error
+		wantRecord bool
+	}{
+		{"refused", apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), false},
+		{"unknown", errors.New("context deadline exceeded"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := replicas("web", "n1", "web", true, 0, 0, 0)
+			e := newEnv(t, DefaultArgs(), []*v1.Node{node("n1")}, pods, nil)
+			kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+				MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+			kf := kruiseinformers.NewSharedInformerFactory(kc, 0)
+			bc, err := budget.New(e.ctx, e.fw.SharedInformerFactory(), budget.Options{KruiseInformers: kf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kf.Start(e.ctx.Done())
+			e.fw.SharedInformerFactory().Start(e.ctx.Done())
+			if !bc.WaitForCacheSync(e.ctx) {
+				t.Fatal("the budget cache did not sync")
+			}
+			e.pl.budgets, e.pl.kruise = bc, kc
+			e.pl.evictPod = func(context.Context, preemption.Candidate, preemption.ExecutorPreemptor, *v1.Pod) error { return tc.err }
+			if err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", pods[:1]}, testPreemptor{preemptor("1", 100)}, pods[0], Name); err == nil {
+				t.Fatal("preemptPod succeeded; want the eviction's error")
+			}
+			pub, err := kc.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(e.ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := pub.Status.DisruptedPods["web-0"]; ok != tc.wantRecord {
+				t.Errorf("disruptedPods %v after the eviction failed with %v; want web-0 recorded: %v", pub.Status.DisruptedPods, tc.err, tc.wantRecord)
+			}
+		})
 	}
 }
