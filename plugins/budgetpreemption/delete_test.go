@@ -278,7 +278,9 @@ func TestPUBRecordTakenBackWhenTheVictimIsRefused(t *testing.T) {
 				t.Fatal("the budget cache did not sync")
 			}
 			e.pl.budgets, e.pl.kruise = bc, kc
-			e.pl.evictPod = func(context.Context, preemption.Candidate, preemption.ExecutorPreemptor, *v1.Pod) error { return tc.err }
+			e.pl.evictPod = func(context.Context, preemption.Candidate, preemption.ExecutorPreemptor, *v1.Pod) error {
+				return tc.err
+			}
 			if err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", pods[:1]}, testPreemptor{preemptor("1", 100)}, pods[0], Name); err == nil {
 				t.Fatal("preemptPod succeeded; want the eviction's error")
 			}
