@@ -60,6 +60,9 @@ func newBenchCluster(b *testing.B, feed bool) *benchCluster {
 	}
 	store(b, bc.h.factory.Policy().V1().PodDisruptionBudgets().Informer().GetStore(), bc.pdbs, onPDB)
 	store(b, bc.h.factory.Core().V1().Pods().Informer().GetStore(), bc.pods, onPod)
+	// The pod informer's initial list is in: decisions check the live
+	// count of healthy pods too.
+	bc.h.c.liveOn.Store(true)
 	return bc
 }
 

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -82,6 +85,15 @@ type Cache struct {
 	versions map[budgetKey]string
 
 	ledger *ledger
+	// live counts each budget's healthy pods as the pod informer has
+	// them (live.go); podLister lists a namespace's pods to count again.
+	live      *liveIndex
+	podLister corelisters.PodLister
+	// podsSynced reports whether the pod informer has delivered its
+	// initial list to the Cache; liveOn latches it. Until then the live
+	// count is partial and decisions use the status alone.
+	podsSynced func() bool
+	liveOn     atomic.Bool
 }
 
 // New registers the Cache's informers on factory (and on
@@ -104,10 +116,12 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		pubsByName:     map[podKey]*kruisepolicy.PodUnavailableBudget{},
 		versions:       map[budgetKey]string{},
 		ledger:         newLedger(opts.Ledger, clk),
+		live:           newLiveIndex(),
 	}
 
 	pods, pdbs, rs, deploy, sts := informersOf(factory, opts)
 	c.replicaSets, c.deployments, c.statefulSets = rs.Lister(), deploy.Lister(), sts.Lister()
+	c.podLister = corelisters.NewPodLister(pods.GetIndexer())
 
 	handlers := []struct {
 		inf toolscache.SharedIndexInformer
@@ -129,12 +143,15 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 	if opts.KruiseInformers == nil {
 		c.logger.V(2).Info("PodUnavailableBudget support is off: no Kruise informer factory given")
 	}
-	for _, x := range handlers {
+	for i, x := range handlers {
 		reg, err := x.inf.AddEventHandler(x.h)
 		if err != nil {
 			return nil, fmt.Errorf("budget cache: adding event handler: %w", err)
 		}
 		c.synced = append(c.synced, reg.HasSynced)
+		if i == 0 {
+			c.podsSynced = reg.HasSynced
+		}
 	}
 	if opts.KruiseInformers != nil {
 		c.followPUBAPI(ctx, opts)
@@ -285,10 +302,16 @@ func (c *Cache) PUBEnabled() bool {
 	return c.pubEnabled
 }
 
-// Run sweeps expired reservations every interval until ctx ends. Decisions
-// ignore expired reservations without it; Run only bounds memory.
+// Run sweeps expired reservations every interval until ctx ends (decisions
+// ignore expired reservations without it; that only bounds memory), and
+// counts every budget's healthy pods again (see live.go).
 func (c *Cache) Run(ctx context.Context, interval time.Duration) {
-	wait.UntilWithContext(ctx, func(context.Context) { c.ledger.sweepAll() }, interval)
+	wait.UntilWithContext(ctx, func(context.Context) {
+		c.ledger.sweepAll()
+		// Coverage that follows workloads (a PUB's targetRef) changes
+		// without a budget event.
+		c.recount("")
+	}, interval)
 }
 
 // InFlight is the number of reservations held (for metrics and tests).
@@ -327,6 +350,7 @@ func (c *Cache) onPod(obj any, deleted bool) {
 		return
 	}
 	c.ledger.podGone(podKey{pod.Namespace, pod.Name}, pod.UID, deleted || pod.DeletionTimestamp != nil)
+	c.podChanged(pod, deleted)
 }
 
 func (c *Cache) onPDB(obj any, deleted bool) {
@@ -341,6 +365,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 		delete(c.versions, k)
 		c.mu.Unlock()
 		c.ledger.budgetDeleted(k)
+		c.recount(pdb.Namespace)
 		return
 	}
 	sel, err := pdbSelector(pdb)
@@ -352,6 +377,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 	}
 	c.mu.Lock()
 	c.versions[k] = pdb.ResourceVersion
+	old, had := c.pdbs.get(pdb.Namespace, pdb.Name)
 	if sel == nil {
 		c.pdbs.remove(pdb.Namespace, pdb.Name)
 	} else {
@@ -359,6 +385,9 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 	}
 	c.mu.Unlock()
 	c.ledger.budgetStatusChanged(k, pdb.Status.DisruptedPods)
+	if had != (sel != nil) || had && !equality.Semantic.DeepEqual(old.pdb.Spec.Selector, pdb.Spec.Selector) {
+		c.recount(pdb.Namespace)
+	}
 }
 
 // pdbSelector converts a PDB's selector; nil (and an error) when it matches
@@ -381,6 +410,7 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 	}
 	k := budgetKey{KindPUB, pub.Namespace, pub.Name}
 	c.mu.Lock()
+	old := c.pubsByName[podKey{pub.Namespace, pub.Name}]
 	c.removePUBLocked(pub.Namespace, pub.Name)
 	delete(c.versions, k)
 	if !deleted {
@@ -390,9 +420,20 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 	c.mu.Unlock()
 	if deleted {
 		c.ledger.budgetDeleted(k)
+		c.recount(pub.Namespace)
 		return
 	}
 	c.ledger.budgetStatusChanged(k, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
+	if old == nil || !pubCoverageSame(old, pub) {
+		c.recount(pub.Namespace)
+	}
+}
+
+// pubCoverageSame reports whether two versions of a PUB cover the same pods:
+// the same selector and targetRef.
+func pubCoverageSame(a, b *kruisepolicy.PodUnavailableBudget) bool {
+	return equality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector) &&
+		equality.Semantic.DeepEqual(a.Spec.TargetReference, b.Spec.TargetReference)
 }
 
 func (c *Cache) addPUBLocked(pub *kruisepolicy.PodUnavailableBudget) {

@@ -92,7 +92,8 @@ func TestInformersFeedTheCache(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())), 30*time.Second)
 	defer cancel()
-	client := fake.NewClientset(webPDB("web", oneLeft).Obj(), testobj.MakeStatefulSet().Namespace(ns).Name("db").UID("uid-db").Obj())
+	client := fake.NewClientset(webPDB("web", oneLeft).Obj(), testobj.MakeStatefulSet().Namespace(ns).Name("db").UID("uid-db").Obj(),
+		webPod("a").Obj(), webPod("web-1").Obj(), webPod("web-2").Obj())
 	kclient := kruisefake.NewSimpleClientset(pub("db", exhausted).TargetRef("apps/v1", "StatefulSet", "db").Obj())
 	factory := informers.NewSharedInformerFactory(client, 0)
 	kf := kruiseinformers.NewSharedInformerFactory(kclient, 0)

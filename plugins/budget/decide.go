@@ -77,12 +77,19 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 	d := Decision{Allowed: true}
 	start := len(spends)
 	held := c.ledger.heldBy(podKey{pod.Namespace, pod.Name})
+	live := c.liveCounted()
 	// Rules 3 and 4.
 	for _, e := range pdbs {
 		if c.ledger.holdsIn(held, e.key, pod.UID, now) {
 			continue // this pod's disruption is already counted against the PDB
 		}
 		v := evaluatePDB(pod, e.pdb, op, pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
+		if live && v.spends && healthyForPDB(pod) {
+			st := &e.pdb.Status
+			if msg, short := c.liveShortfall(pod, e.key, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
+				v = deny(e.spends[0], ReasonStatusBehindPods, "%s", msg)
+			}
+		}
 		switch {
 		case v.denial != nil:
 			d.Allowed = false
@@ -100,6 +107,12 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 			continue
 		}
 		v := evaluatePUB(pod, pub, op, pending{inflight: c.ledger.inflight(k, now), planned: planned.of(k)})
+		if live && v.spends && healthyForPUB(pod) {
+			st := &pub.Status
+			if msg, short := c.liveShortfall(pod, k, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {
+				v = deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg)
+			}
+		}
 		switch {
 		case v.denial != nil:
 			d.Allowed = false

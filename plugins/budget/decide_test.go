@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,6 +18,12 @@ func TestDecideUnderOneBudgetAllocatesNothing(t *testing.T) {
 	h.add(webPDB("web", pdbStatus{healthy: 10, desired: 5, allowed: 5}).Obj(),
 		webPDB("db", oneLeft).MatchLabels("app", "db").Obj(),
 		pub("other", oneLeft).Obj())
+	// The 10 healthy pods the web PDB's status counts, so that decisions
+	// check the live count too.
+	h.livePods(webPod("a").Obj(), webPod("held").Obj())
+	for i := range 8 {
+		h.livePods(webPod(fmt.Sprintf("web-%d", i)).Obj())
+	}
 	if _, r := h.c.Reserve(webPod("held").Obj(), OperationEvict); r == nil {
 		t.Fatal("setup: no reservation for another pod of the budget")
 	}

@@ -220,6 +220,8 @@ func budgetFixes(ready bool, b CoveringBudget, reason Reason) []string {
 		return []string{fmt.Sprintf("wait until %s has processed generation %d of %s", controller, generation, b.Ref)}
 	case ReasonNegativeAllowed:
 		return []string{fmt.Sprintf("wait until %s recomputes the status of %s", controller, b.Ref)}
+	case ReasonStatusBehindPods:
+		return []string{fmt.Sprintf("wait until %s counts the covered pods' readiness in the status of %s, or until enough of them are Ready again", controller, b.Ref)}
 	case ReasonTooManyDisruptedPods:
 		return []string{fmt.Sprintf("wait until %s confirms or expires the disrupted pods in the status of %s", controller, b.Ref)}
 	case ReasonUnknownUnhealthyPodEvictionPolicy:

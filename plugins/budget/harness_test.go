@@ -61,6 +61,21 @@ func (h *harness) pub(p *kruisepolicy.PodUnavailableBudget) {
 }
 func (h *harness) podEvent(p *v1.Pod, deleted bool) { h.c.onPod(p, deleted) }
 
+// livePods hands pods to the Cache as its pod informer's initial list and
+// marks that list delivered, so that decisions check the live count too.
+// Without it, a harness test decides on the budgets' statuses alone, as
+// the Cache does before its pod informer has synced.
+func (h *harness) livePods(pods ...*v1.Pod) {
+	h.t.Helper()
+	for _, p := range pods {
+		if err := h.factory.Core().V1().Pods().Informer().GetStore().Add(p); err != nil {
+			h.t.Fatal(err)
+		}
+		h.podEvent(p, false)
+	}
+	h.c.liveOn.Store(true)
+}
+
 func (h *harness) add(objs ...any) {
 	h.t.Helper()
 	for _, o := range objs {

@@ -149,6 +149,17 @@ func (x *selectorIndex[T]) remove(namespace, name string) {
 }
 
 // len is the number of entries filed, for metrics and tests.
+// get returns the value filed under name in namespace.
+func (x *selectorIndex[T]) get(namespace, name string) (T, bool) {
+	if ns := x.namespaces[namespace]; ns != nil {
+		if e, ok := ns.entries[name]; ok {
+			return e.value, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
 func (x *selectorIndex[T]) len() int {
 	n := 0
 	for _, ns := range x.namespaces {

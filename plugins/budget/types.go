@@ -77,6 +77,11 @@ const (
 	// ReasonInsufficientBudget: the budget allows no further disruption, once
 	// disruptions already in flight are counted (429 for PDBs, 403 for PUBs).
 	ReasonInsufficientBudget Reason = "InsufficientBudget"
+	// ReasonStatusBehindPods: the status allows the disruption, but fewer
+	// covered pods are healthy now than it counts (a pod turned not Ready
+	// and the budget's controller has not written the status since); the
+	// disruption would leave the application below its budget.
+	ReasonStatusBehindPods Reason = "StatusBehindPods"
 )
 
 // Denial says which budget refused a disruption, by which rule, with the

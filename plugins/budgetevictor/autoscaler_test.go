@@ -28,7 +28,7 @@ func TestNodeBeingDrainedByAutoscaler(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			// The budget allows the eviction: only the node can refuse it.
-			p := newPlugin(t, nil, Options{}, []runtime.Object{tc.node, webPDB("web", 1).Obj()}...)
+			p := newPlugin(t, nil, Options{}, []runtime.Object{tc.node, webPDB("web", 1).Obj(), webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()}...)
 			pod := webPod("a").Obj()
 			for _, point := range []string{extensionFilter, extensionPreEvictionFilter} {
 				before := counter(t, point, ReasonNodeBeingDrainedByAutoscaler)

@@ -48,7 +48,7 @@ func TestDryRunFirstBuildStartsNothing(t *testing.T) {
 	defer cancel()
 	var kruiseCalls, workloadCalls atomic.Int32
 	_, real := realClientset(t)
-	realObjects := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b")...)
+	realObjects := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b", "c")...)
 	opts := countingOptions(&kruiseCalls, &workloadCalls, realObjects)
 
 	// The first build, on the real client (its factory lists from a fake
@@ -59,7 +59,7 @@ func TestDryRunFirstBuildStartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The dry run's build, on the fake cluster.
-	dry := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b")...)
+	dry := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b", "c")...)
 	acceptEvictions(dry)
 	dryFactory := informers.NewSharedInformerFactory(dry, 0)
 	second, err := NewBuilder(opts)(ctx, &BudgetAwareEvictorArgs{}, &frameworkfake.HandleImpl{ClientsetImpl: dry, SharedInformerFactoryImpl: dryFactory})

@@ -207,7 +207,7 @@ func TestGateOnARealClientset(t *testing.T) {
 // and a reservation whose eviction never happens ends after the TTL.
 func TestWithoutTheGatePreEvictionFilterReserves(t *testing.T) {
 	opaque := struct{ kubernetes.Interface }{fake.NewClientset()}
-	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: 100 * time.Millisecond}}, fake.NewClientset(webPDB("web", 1).Obj()), opaque)
+	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: 100 * time.Millisecond}}, fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b", "c")...), opaque)
 	if p.sh.gated {
 		t.Fatal("the gate claims to sit on a client it cannot wrap")
 	}
@@ -233,7 +233,7 @@ func TestWithoutTheGatePreEvictionFilterReserves(t *testing.T) {
 func TestProfilesShareOneLedgerAndOneGate(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b")...)
+	client := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b", "c")...)
 	acceptEvictions(client)
 	reactors := len(client.ReactionChain)
 	factory := informers.NewSharedInformerFactory(client, 0)

@@ -110,9 +110,16 @@ func (c oracleCase) objects() (*v1.Node, []*v1.Pod, []*policyv1.PodDisruptionBud
 	}
 	var pdbs []*policyv1.PodDisruptionBudget
 	for b, a := range c.allowed {
-		const healthy = 10
+		// The status counts the Ready pods the PDB covers, as the
+		// disruption controller would (the Cache checks it against them).
+		var healthy int32
+		for _, p := range c.lower {
+			if p.ready && slices.Contains(p.pdbs, b) {
+				healthy++
+			}
+		}
 		pdbs = append(pdbs, testobj.MakePDB().Namespace(ns).Name(fmt.Sprintf("%s-pdb%d", c.node, b)).Generation(1).
-			MatchLabels(fmt.Sprintf("pdb%d", b), c.node).MaxUnavailable(a).Status(healthy, healthy-a, a).
+			MatchLabels(fmt.Sprintf("pdb%d", b), c.node).MaxUnavailable(a).Status(healthy, max(healthy-a, 0), a).
 			UnhealthyPodEvictionPolicy(policyv1.AlwaysAllow).Obj())
 	}
 	return node, pods, pdbs

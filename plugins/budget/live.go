@@ -1,0 +1,283 @@
+package budget
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The live count of a budget's healthy pods.
+//
+// A budget's status is written by its controller (the disruption
+// controller, Kruise's PUB controller) some milliseconds after a covered pod
+// changes; the Eviction API decides on that status, and so do rules 3-5. A
+// pod that turns not Ready just before a decision is not in the status yet,
+// and a disruption the status allows can then leave the application below
+// its budget. So, besides the status, budgetguard counts each budget's
+// healthy pods from its own pod informer, the way the budget's controller
+// counts them, and a disruption that spends a budget must be allowed by
+// both: the status, less what is in flight, and the live count, less the
+// pods already being disrupted. The live count only ever refuses more.
+//
+// The count is kept per budget as pods change: each pod remembers the
+// budgets it was counted against and whether it was healthy, so that an
+// update takes its old contribution away and adds the new one. A budget
+// whose coverage changes (added, deleted, a new selector or targetRef) has
+// its namespace counted again from the pod lister; so does every namespace
+// once a minute (Cache.Run), for coverage that follows workloads (a PUB's
+// targetRef).
+
+// liveIndex holds the live counts. Its lock is taken after Cache.mu is
+// released and never while holding it (coverage takes Cache.mu inside).
+type liveIndex struct {
+	mu     sync.RWMutex
+	pods   map[podKey]*livePod
+	counts map[budgetKey]int32
+}
+
+// livePod is what a pod contributes to the counts: the budgets that covered
+// it when it was last seen, and whether it was healthy for each kind.
+type livePod struct {
+	uid        types.UID
+	pdbHealthy bool
+	pubHealthy bool
+	budgets    []budgetKey
+}
+
+func newLiveIndex() *liveIndex {
+	return &liveIndex{pods: map[podKey]*livePod{}, counts: map[budgetKey]int32{}}
+}
+
+// healthyForPDB is the disruption controller's countHealthyPods: not being
+// deleted, and Ready (its DisruptedPods are left out at decision time).
+func healthyForPDB(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp == nil && podReady(pod)
+}
+
+// healthyForPUB is a pod rule 5 protects: Running and Ready, and not being
+// deleted (Kruise's controller counts active pods only).
+func healthyForPUB(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase == v1.PodRunning && podReady(pod)
+}
+
+func (p *livePod) healthyFor(kind BudgetKind) bool {
+	if kind == KindPUB {
+		return p.pubHealthy
+	}
+	return p.pdbHealthy
+}
+
+// counts reports whether p is counted healthy against k.
+func (p *livePod) counts(k budgetKey) bool {
+	if !p.healthyFor(k.kind) {
+		return false
+	}
+	for _, b := range p.budgets {
+		if b == k {
+			return true
+		}
+	}
+	return false
+}
+
+// apply adds (sign 1) or takes away (sign -1) p's contribution. Caller
+// holds x.mu.
+func (x *liveIndex) apply(p *livePod, sign int32) {
+	for _, k := range p.budgets {
+		if !p.healthyFor(k.kind) {
+			continue
+		}
+		n := x.counts[k] + sign
+		if n == 0 {
+			delete(x.counts, k)
+		} else {
+			x.counts[k] = n
+		}
+	}
+}
+
+// podChanged counts pod as it is now (or forgets it when deleted).
+func (c *Cache) podChanged(pod *v1.Pod, deleted bool) {
+	x := c.live
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c.podChangedLocked(pod, deleted)
+}
+
+// podChangedLocked is podChanged; the caller holds c.live.mu. A pod whose
+// budgets and health did not change costs no allocation.
+func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
+	x := c.live
+	k := podKey{pod.Namespace, pod.Name}
+	old := x.pods[k]
+	if deleted {
+		if old != nil && old.uid == pod.UID {
+			x.apply(old, -1)
+			delete(x.pods, k)
+		}
+		return
+	}
+	var pdbBuf [2]*pdbEntry
+	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
+	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
+	pdbH, pubH := healthyForPDB(pod), healthyForPUB(pod)
+	if old != nil && old.uid == pod.UID && old.pdbHealthy == pdbH && old.pubHealthy == pubH && sameBudgets(old.budgets, pdbs, pubs) {
+		return
+	}
+	if old != nil {
+		x.apply(old, -1)
+	}
+	if len(pdbs)+len(pubs) == 0 {
+		delete(x.pods, k)
+		return
+	}
+	p := old
+	if p == nil {
+		p = &livePod{}
+	}
+	p.uid, p.pdbHealthy, p.pubHealthy = pod.UID, pdbH, pubH
+	p.budgets = p.budgets[:0]
+	for _, e := range pdbs {
+		p.budgets = append(p.budgets, e.key)
+	}
+	for _, pub := range pubs {
+		p.budgets = append(p.budgets, budgetKey{KindPUB, pub.Namespace, pub.Name})
+	}
+	x.apply(p, 1)
+	x.pods[k] = p
+}
+
+func sameBudgets(keys []budgetKey, pdbs []*pdbEntry, pubs []*kruisepolicy.PodUnavailableBudget) bool {
+	if len(keys) != len(pdbs)+len(pubs) {
+		return false
+	}
+	for i, e := range pdbs {
+		if keys[i] != e.key {
+			return false
+		}
+	}
+	for i, pub := range pubs {
+		if keys[len(pdbs)+i] != (budgetKey{KindPUB, pub.Namespace, pub.Name}) {
+			return false
+		}
+	}
+	return true
+}
+
+// recount counts every pod of namespace again as the pod lister has it
+// (every namespace when namespace is ""), after a budget's coverage changed.
+func (c *Cache) recount(namespace string) {
+	if c.podLister == nil {
+		return
+	}
+	var pods []*v1.Pod
+	var err error
+	if namespace == "" {
+		pods, err = c.podLister.List(labels.Everything())
+	} else {
+		pods, err = c.podLister.Pods(namespace).List(labels.Everything())
+	}
+	if err != nil {
+		c.logger.Error(err, "Cannot list pods to count budgets' healthy pods", "namespace", namespace)
+		return
+	}
+	x := c.live
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, pod := range pods {
+		c.podChangedLocked(pod, false)
+	}
+}
+
+// liveShortfall checks a disruption of pod that the status of budget k
+// allows against the live count: it returns a refusal message when the
+// covered pods that are healthy now, less those already being disrupted
+// (recorded in the status's disrupted or unavailable pods, or held in the
+// ledger) and less planned, leave nothing above desired. pod must be
+// healthy for k's kind (a pod that is not takes nothing from the count);
+// when the informer has not counted it yet, it counts itself. The caller
+// holds c.ledger.mu (a read lock is enough).
+func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
+	x := c.live
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	healthy := x.counts[k]
+	if p := x.pods[podKey{pod.Namespace, pod.Name}]; p == nil || p.uid != pod.UID || !p.counts(k) {
+		healthy++
+	}
+	var busy int32
+	for name := range disrupted {
+		if p := x.pods[podKey{k.namespace, name}]; p != nil && p.counts(k) {
+			busy++
+		}
+	}
+	for name := range unavailable {
+		if _, dup := disrupted[name]; dup {
+			continue
+		}
+		if p := x.pods[podKey{k.namespace, name}]; p != nil && p.counts(k) {
+			busy++
+		}
+	}
+	if bs := c.ledger.budgets[k]; bs != nil {
+		for _, e := range bs.entries {
+			if !c.ledger.live(e, bs, now) {
+				continue
+			}
+			if _, dup := disrupted[e.pod.name]; dup {
+				continue
+			}
+			if _, dup := unavailable[e.pod.name]; dup {
+				continue
+			}
+			if p := x.pods[e.pod]; p != nil && p.uid == e.podUID && p.counts(k) {
+				busy++
+			}
+		}
+	}
+	if healthy-busy-desired-planned >= 1 {
+		return "", false
+	}
+	return liveMessage(statusHealthy, healthy, busy, desired, planned), true
+}
+
+func liveMessage(statusHealthy, healthy, busy, desired, planned int32) string {
+	msg := fmt.Sprintf("the status counts %d healthy, but %d covered pods are healthy now", statusHealthy, healthy)
+	if busy > 0 {
+		msg += fmt.Sprintf(" (%d of them being disrupted)", busy)
+	}
+	msg += fmt.Sprintf(" and %d are desired: the budget's controller has not counted a change yet", desired)
+	if planned > 0 {
+		msg += fmt.Sprintf("; needs %d (this pod and %d other of the same disruption)", planned+1, planned)
+	}
+	return msg
+}
+
+// liveCounted reports whether the live count is complete: the pod informer
+// has delivered its initial list. Before that, decisions use the status
+// alone (the plugins refuse everything until the Cache syncs anyway).
+func (c *Cache) liveCounted() bool {
+	if c.liveOn.Load() {
+		return true
+	}
+	if c.podsSynced != nil && c.podsSynced() {
+		c.liveOn.Store(true)
+		return true
+	}
+	return false
+}
+
+// LiveHealthy returns how many pods covered by the budget are healthy now,
+// as the Cache's pod informer has them (for diagnostics and tests).
+func (c *Cache) LiveHealthy(kind BudgetKind, namespace, name string) int32 {
+	x := c.live
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.counts[budgetKey{kind, namespace, name}]
+}

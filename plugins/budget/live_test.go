@@ -1,0 +1,126 @@
+package budget
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
+)
+
+// notReady is pod name of app web, not Ready.
+func notReady(name string) *v1.Pod { return webPod(name).Ready(false).Obj() }
+
+// TestLiveCountRefusesWhatTheStatusHasNotCounted: the PDB's status allows a
+// disruption (4 healthy, 3 desired), but b has just turned not Ready and
+// the disruption controller has not written the status since. Evicting a
+// would leave 2 healthy pods of 3 desired, so it is refused, naming the
+// budget and both counts; the Eviction API, deciding on the status, would
+// allow it. Once the status counts b, the refusal is the status's own; once
+// b is Ready again and counted, a may go. Before, a was allowed while b
+// was not Ready (seen under make soak: PUB app-03 left 2 available of 3).
+func TestLiveCountRefusesWhatTheStatusHasNotCounted(t *testing.T) {
+	h := newHarness(t)
+	h.add(webPDB("web", pdbStatus{healthy: 4, desired: 3, allowed: 1}).Obj())
+	h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj(), webPod("d").Obj())
+	a := webPod("a").Obj()
+	mustAllow(t, h.c.Decide(a, OperationEvict))
+	if n := h.c.LiveHealthy(KindPDB, ns, "web"); n != 4 {
+		t.Fatalf("LiveHealthy = %d, want 4", n)
+	}
+
+	h.podEvent(notReady("b"), false)
+	d := h.c.Decide(a, OperationEvict)
+	mustDeny(t, d, ReasonStatusBehindPods)
+	if msg := d.Message(); !strings.Contains(msg, "pdb shop/web") || !strings.Contains(msg, "counts 4 healthy, but 3 covered pods are healthy now") {
+		t.Errorf("message %q, want it to name pdb shop/web and both counts", msg)
+	}
+	// A pod that is not Ready takes nothing from the count: b may go.
+	mustAllow(t, h.c.Decide(notReady("b"), OperationEvict))
+
+	h.pdb(webPDB("web", pdbStatus{healthy: 3, desired: 3, allowed: 0}).Obj())
+	mustDeny(t, h.c.Decide(a, OperationEvict), ReasonInsufficientBudget)
+
+	h.podEvent(webPod("b").Obj(), false)
+	h.pdb(webPDB("web", pdbStatus{healthy: 4, desired: 3, allowed: 1}).Obj())
+	mustAllow(t, h.c.Decide(a, OperationEvict))
+}
+
+// TestLiveCountLeavesOutPodsBeingDisrupted: pods still Ready but already
+// being disrupted are not counted twice, and not counted as healthy: a held
+// in the ledger (evicted by this process, not yet in the status), b
+// recorded in the status's disruptedPods (the API server's record of an
+// eviction). With 5 Ready pods and 2 desired, each of them leaves room for
+// exactly one more: c is allowed while 5 are Ready, and refused after d
+// turns not Ready, before the status counts it.
+func TestLiveCountLeavesOutPodsBeingDisrupted(t *testing.T) {
+	h := newHarness(t)
+	// The API server has evicted b: 5 healthy counted before, 1 of 3
+	// disruptions spent (b), 2 desired.
+	h.add(webPDB("web", pdbStatus{healthy: 4, desired: 2, allowed: 2}).Disrupted(epoch, "b").Obj())
+	h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj(), webPod("d").Obj(), webPod("e").Obj())
+	if _, r := h.c.Reserve(webPod("a").Obj(), OperationEvict); r == nil {
+		t.Fatal("the reservation of a spent nothing")
+	}
+	// Live: 5 Ready, less a and b, is 3; 2 desired: one more may go.
+	mustAllow(t, h.c.Decide(webPod("c").Obj(), OperationEvict))
+	h.podEvent(notReady("d"), false)
+	mustDeny(t, h.c.Decide(webPod("c").Obj(), OperationEvict), ReasonStatusBehindPods)
+}
+
+// TestLiveCountOfAPUB: rule 5 with the live count. PUB web covers 4 Running
+// Ready pods, 3 desired; c is recorded unavailable (an in-place update) and
+// d turns not Ready before Kruise's controller has written the status: a is
+// refused. A PUB's status.unavailablePods entry is not counted again.
+func TestLiveCountOfAPUB(t *testing.T) {
+	h := newHarness(t)
+	h.add(pub("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).MatchLabels("app", "web").Unavailable(epoch, "c").Obj())
+	h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj(), webPod("d").Obj())
+	mustAllow(t, h.c.Decide(webPod("a").Obj(), OperationDelete))
+	h.podEvent(notReady("d"), false)
+	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationDelete), ReasonStatusBehindPods)
+}
+
+// TestLiveCountFollowsCoverage: the count follows pods that join or leave
+// a budget (a label change, a deletion) and budgets whose selector changes,
+// and a budget added after its pods counts them.
+func TestLiveCountFollowsCoverage(t *testing.T) {
+	h := newHarness(t)
+	h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj(),
+		testobj.RunningPod(ns, "x").Label("app", "other").Obj())
+	h.add(webPDB("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).Obj())
+	count := func() int32 { return h.c.LiveHealthy(KindPDB, ns, "web") }
+	if n := count(); n != 3 {
+		t.Fatalf("a PDB added after its pods counts %d, want 3", n)
+	}
+	h.podEvent(testobj.RunningPod(ns, "c").Label("app", "moved").Obj(), false)
+	if n := count(); n != 2 {
+		t.Errorf("after c left app=web: %d, want 2", n)
+	}
+	h.podEvent(webPod("b").Obj(), true)
+	if n := count(); n != 1 {
+		t.Errorf("after b was deleted: %d, want 1", n)
+	}
+	other := webPDB("web", pdbStatus{healthy: 1, desired: 0, allowed: 1}).MatchLabels("app", "other").Obj()
+	h.pdb(other)
+	if n := count(); n != 1 {
+		t.Errorf("after the selector moved to app=other: %d, want 1 (x)", n)
+	}
+	h.c.onPDB(other, true)
+	if n := count(); n != 0 {
+		t.Errorf("after the PDB was deleted: %d, want 0", n)
+	}
+}
+
+// TestStatusAloneUntilThePodInformerHasSynced: before the pod informer has
+// delivered its initial list, the live count is partial, so decisions use
+// the status alone (the plugins refuse everything until the Cache syncs).
+func TestStatusAloneUntilThePodInformerHasSynced(t *testing.T) {
+	h := newHarness(t)
+	h.add(webPDB("web", pdbStatus{healthy: 4, desired: 3, allowed: 1}).Obj())
+	h.podEvent(webPod("a").Obj(), false)
+	mustAllow(t, h.c.Decide(webPod("a").Obj(), OperationEvict))
+	h.c.liveOn.Store(true)
+	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationEvict), ReasonStatusBehindPods)
+}
