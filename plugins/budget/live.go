@@ -241,6 +241,18 @@ func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, statusHealthy, desired, 
 			}
 		}
 	}
+	// The pod itself is counted among the healthy, never among the busy:
+	// taking it costs one healthy pod even when the status records it as
+	// disrupted already (a record whose disruption has not happened: an
+	// eviction that timed out after the API server recorded it, or a
+	// PUB record left by an aborted attempt).
+	if p := x.pods[podKey{pod.Namespace, pod.Name}]; p != nil && p.uid == pod.UID && p.counts(k) {
+		if _, ok := disrupted[pod.Name]; ok {
+			busy--
+		} else if _, ok := unavailable[pod.Name]; ok {
+			busy--
+		}
+	}
 	if healthy-busy-desired-planned >= 1 {
 		return "", false
 	}

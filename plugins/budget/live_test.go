@@ -124,3 +124,32 @@ func TestStatusAloneUntilThePodInformerHasSynced(t *testing.T) {
 	h.c.liveOn.Store(true)
 	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationEvict), ReasonStatusBehindPods)
 }
+
+// TestRecordedReadyPodIsFreeOnlyAboveTheBudget: a's eviction timed out
+// after the API server had recorded it (a in disruptedPods, allowed taken
+// down), so a is still Ready, and the PDB's spec has since been raised to
+// 3 desired. Under rule 4 a preemption delete of a spends nothing new, but
+// taking it leaves 2 healthy pods of 3 desired: refused. With 2 desired
+// the app keeps its budget without a, and a may go. Before, a recorded pod
+// was always free to delete (seen under TestPromiseAllActors: PDB app-09
+// left 2 healthy of 4 desired). The same holds for a PUB's record.
+func TestRecordedReadyPodIsFreeOnlyAboveTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		desired int32
+		allowed bool
+	}{{3, false}, {2, true}} {
+		h := newHarness(t)
+		h.add(webPDB("web", pdbStatus{healthy: 2, desired: tc.desired, allowed: 0}).Disrupted(epoch, "a").Obj())
+		h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj())
+		d := h.c.Decide(webPod("a").Obj(), OperationDelete)
+		if tc.allowed {
+			mustAllow(t, d)
+			continue
+		}
+		mustDeny(t, d, ReasonStatusBehindPods)
+	}
+	h := newHarness(t)
+	h.add(pub("web", pdbStatus{healthy: 2, desired: 3, allowed: 0}).MatchLabels("app", "web").Disrupted(epoch, "a").Obj())
+	h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj())
+	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationDelete), ReasonStatusBehindPods)
+}

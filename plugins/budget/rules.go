@@ -52,9 +52,17 @@ func podReady(pod *v1.Pod) bool {
 type verdict struct {
 	spends bool
 	denial *Denial
+	// recorded is set when the pod spends nothing new because the status
+	// records it as disrupted already; the live count still decides
+	// whether a Ready pod may go (see Cache.liveShortfall).
+	recorded bool
 }
 
 var free = verdict{}
+
+// alreadyRecorded is the verdict for a pod the budget's status records as
+// disrupted already.
+var alreadyRecorded = verdict{recorded: true}
 
 func deny(ref BudgetRef, reason Reason, format string, args ...any) verdict {
 	return verdict{denial: &Denial{
@@ -133,7 +141,7 @@ func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n
 		// The API server has counted this pod already; upstream preemption
 		// does not charge it again. An eviction is charged again by the
 		// API server, so it falls through.
-		return free
+		return alreadyRecorded
 	}
 	if st.DisruptionsAllowed-inflight < 1 {
 		return deny(pdbRef(pdb), ReasonInsufficientBudget, "%s", pdbNumbers(st, n, podReady(pod)))
@@ -183,10 +191,10 @@ func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operati
 		return free
 	}
 	if _, ok := st.DisruptedPods[pod.Name]; ok {
-		return free
+		return alreadyRecorded
 	}
 	if _, ok := st.UnavailablePods[pod.Name]; ok {
-		return free
+		return alreadyRecorded
 	}
 	if n := len(st.DisruptedPods) + len(st.UnavailablePods); n > MaxDisruptedPods {
 		return deny(pubRef(pub), ReasonTooManyDisruptedPods,

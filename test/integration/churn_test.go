@@ -1,5 +1,3 @@
-//go:build soak
-
 package integration
 
 import (
