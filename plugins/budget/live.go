@@ -207,13 +207,19 @@ func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, statusHealthy, desired, 
 	x := c.live
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	// The pod itself is counted among the healthy, never among the busy:
+	// taking it costs one healthy pod even when the status records it as
+	// disrupted already (a record whose disruption has not happened: an
+	// eviction that timed out after the API server recorded it) or the
+	// ledger holds it (its own reservation, rechecked before it goes).
+	self := podKey{pod.Namespace, pod.Name}
 	healthy := x.counts[k]
-	if p := x.pods[podKey{pod.Namespace, pod.Name}]; p == nil || p.uid != pod.UID || !p.counts(k) {
+	if p := x.pods[self]; p == nil || p.uid != pod.UID || !p.counts(k) {
 		healthy++
 	}
 	var busy int32
 	for name := range disrupted {
-		if p := x.pods[podKey{k.namespace, name}]; p != nil && p.counts(k) {
+		if p := x.pods[podKey{k.namespace, name}]; name != pod.Name && p != nil && p.counts(k) {
 			busy++
 		}
 	}
@@ -221,13 +227,13 @@ func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, statusHealthy, desired, 
 		if _, dup := disrupted[name]; dup {
 			continue
 		}
-		if p := x.pods[podKey{k.namespace, name}]; p != nil && p.counts(k) {
+		if p := x.pods[podKey{k.namespace, name}]; name != pod.Name && p != nil && p.counts(k) {
 			busy++
 		}
 	}
 	if bs := c.ledger.budgets[k]; bs != nil {
 		for _, e := range bs.entries {
-			if !c.ledger.live(e, bs, now) {
+			if e.pod == self || !c.ledger.live(e, bs, now) {
 				continue
 			}
 			if _, dup := disrupted[e.pod.name]; dup {
@@ -241,22 +247,56 @@ func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, statusHealthy, desired, 
 			}
 		}
 	}
-	// The pod itself is counted among the healthy, never among the busy:
-	// taking it costs one healthy pod even when the status records it as
-	// disrupted already (a record whose disruption has not happened: an
-	// eviction that timed out after the API server recorded it, or a
-	// PUB record left by an aborted attempt).
-	if p := x.pods[podKey{pod.Namespace, pod.Name}]; p != nil && p.uid == pod.UID && p.counts(k) {
-		if _, ok := disrupted[pod.Name]; ok {
-			busy--
-		} else if _, ok := unavailable[pod.Name]; ok {
-			busy--
-		}
-	}
 	if healthy-busy-desired-planned >= 1 {
 		return "", false
 	}
 	return liveMessage(statusHealthy, healthy, busy, desired, planned), true
+}
+
+// RecheckLive checks pod against the live count of every budget that
+// protects it, just before it is disrupted: the decision may have been made
+// a while before (a preemption reserves all its victims at once, then
+// disrupts them one by one), and a covered pod may have turned not Ready
+// since. The pod's own reservation does not count against it. It returns a
+// *DeniedError (StatusBehindPods) when a budget would be left below its
+// desired count, and nil when the pod is not healthy, ignores budgets, or
+// the live count is not complete yet. The budgets' statuses are not checked
+// again here: the API server (an eviction) or the PUB record does that.
+func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
+	if !c.liveCounted() || ignoresBudgets(pod) {
+		return nil
+	}
+	var pdbBuf [2]*pdbEntry
+	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
+	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
+	c.ledger.mu.RLock()
+	defer c.ledger.mu.RUnlock()
+	now := c.clock.Now()
+	var denials []Denial
+	if healthyForPDB(pod) {
+		for _, e := range pdbs {
+			st := &e.pdb.Status
+			if msg, short := c.liveShortfall(pod, e.key, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
+				denials = append(denials, *deny(e.spends[0], ReasonStatusBehindPods, "%s", msg).denial)
+			}
+		}
+	}
+	if healthyForPUB(pod) {
+		for _, pub := range pubs {
+			if pubExempts(pod, pub, op) {
+				continue
+			}
+			st := &pub.Status
+			k := budgetKey{KindPUB, pub.Namespace, pub.Name}
+			if msg, short := c.liveShortfall(pod, k, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
+				denials = append(denials, *deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg).denial)
+			}
+		}
+	}
+	if len(denials) == 0 {
+		return nil
+	}
+	return &DeniedError{Pod: pod, Decision: Decision{Denials: denials}}
 }
 
 func liveMessage(statusHealthy, healthy, busy, desired, planned int32) string {

@@ -176,18 +176,20 @@ func pubProtects(pub *kruisepolicy.PodUnavailableBudget, op Operation) bool {
 	return false
 }
 
+// pubExempts reports whether pub leaves pod to go for op whatever its
+// numbers: the pod opts out, is not Running and Ready, the PUB wants no pod
+// available, or it does not protect op.
+func pubExempts(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operation) bool {
+	return pod.Annotations[AnnotationPUBNoProtect] == "true" ||
+		pod.Status.Phase != v1.PodRunning || !podReady(pod) ||
+		pub.Status.DesiredAvailable == 0 || !pubProtects(pub, op)
+}
+
 // evaluatePUB applies rule 5 of DESIGN.md for one covering PUB, in the order
 // of Kruise's PodUnavailableBudgetValidatePod, counting n against it.
 func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operation, n pending) verdict {
 	st := &pub.Status
-	switch {
-	case pod.Annotations[AnnotationPUBNoProtect] == "true":
-		return free
-	case pod.Status.Phase != v1.PodRunning || !podReady(pod):
-		return free
-	case st.DesiredAvailable == 0:
-		return free
-	case !pubProtects(pub, op):
+	if pubExempts(pod, pub, op) {
 		return free
 	}
 	if _, ok := st.DisruptedPods[pod.Name]; ok {

@@ -211,16 +211,11 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 // actuate evicts or deletes victim; when that fails it gives the victim's
 // reservation back, and remembers the refusal.
 func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptor preemption.ExecutorPreemptor, preemptorPod, victim *v1.Pod, pluginName string) error {
+	if err := pl.recheck(preemptorPod, victim); err != nil {
+		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready since the victim was decided on")
+	}
 	if err := pl.recordPUBs(ctx, cr, preemptorPod, victim); err != nil {
-		cr.r.CancelPod(victim.Namespace, victim.Name)
-		var de *budget.DeniedError
-		if errors.As(err, &de) {
-			pl.refused.add(preemptorPod.UID, c.Name(), victim, err)
-		}
-		err = fmt.Errorf("victim %s on node %s was not disrupted: %w", klog.KObj(victim), c.Name(), err)
-		klog.FromContext(ctx).V(2).Info("The disruption of a victim could not be recorded in its PodUnavailableBudget", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "err", err)
-		pl.abort(preemptorPod, victim, budget.EventPreemptionBlockedByBudget, err.Error()+"; the preemptor will be retried")
-		return err
+		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "The disruption of a victim could not be recorded in its PodUnavailableBudget")
 	}
 	var err error
 	if pl.deletes(preemptorPod, cr, victim) {
@@ -251,6 +246,36 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 	}
 	klog.FromContext(ctx).V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
 	pl.abort(preemptorPod, victim, budget.EventPreemptionEvictionFailed, err.Error()+"; the preemptor will be retried")
+	return err
+}
+
+// recheck checks victim against the live count of its budgets just before
+// it is disrupted (budget.Cache.RecheckLive): the candidate was reserved
+// before its first victim went, and a covered pod may have turned not Ready
+// since. Only Strict preemption is checked: BestEffort and an overriding
+// preemptor may break budgets (the API server still refuses an eviction).
+func (pl *BudgetAwarePreemption) recheck(preemptor, victim *v1.Pod) error {
+	if !pl.strict(preemptor) || pl.inScheduler(victim) || pl.expendable(victim) {
+		return nil
+	}
+	if cur := pl.current(victim); cur != nil {
+		victim = cur
+	}
+	return pl.budgets.RecheckLive(victim, pl.operation(preemptor))
+}
+
+// notDisrupted gives back the victim's reservation when it is not disrupted
+// after all (err says why), remembers a budget's refusal, and reports it on
+// the preemptor.
+func (pl *BudgetAwarePreemption) notDisrupted(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptorPod, victim *v1.Pod, err error, msg string) error {
+	cr.r.CancelPod(victim.Namespace, victim.Name)
+	var de *budget.DeniedError
+	if errors.As(err, &de) {
+		pl.refused.add(preemptorPod.UID, c.Name(), victim, err)
+	}
+	err = fmt.Errorf("victim %s on node %s was not disrupted: %w", klog.KObj(victim), c.Name(), err)
+	klog.FromContext(ctx).V(2).Info(msg, "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "err", err)
+	pl.abort(preemptorPod, victim, budget.EventPreemptionBlockedByBudget, err.Error()+"; the preemptor will be retried")
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
@@ -292,5 +293,54 @@ func TestPUBRecordTakenBackWhenTheVictimIsRefused(t *testing.T) {
 				t.Errorf("disruptedPods %v after the eviction failed with %v; want web-0 recorded: %v", pub.Status.DisruptedPods, tc.err, tc.wantRecord)
 			}
 		})
+	}
+}
+
+// TestVictimRecheckedAgainstTheLiveCountBeforeItGoes: a candidate's victims
+// are reserved together, then disrupted one at a time. While web-0 goes,
+// db-1 turns not Ready; the disruption controller has not written db's
+// status yet, which still allows one disruption. Taking db-0 now would
+// leave 1 healthy db pod of 2 desired, so it is refused just before it
+// goes (StatusBehindPods), not evicted. Before, db-0 was evicted on the
+// reservation's decision (seen under make soak: PUB app-04 left 2
+// available of 3 desired, a pod having turned not Ready between the
+// reservation and the delete).
+func TestVictimRecheckedAgainstTheLiveCountBeforeItGoes(t *testing.T) {
+	web := replicas("web", "n1", "web", true, 0, 0, 0)
+	db := replicas("db", "n1", "db", true, 0, 0, 0)
+	e := newEnv(t, DefaultArgs(), []*v1.Node{node("n1")}, append(web, db...),
+		[]*policyv1.PodDisruptionBudget{appPDB("web", 3, 2, 1).Obj(), appPDB("db", 3, 2, 1).Obj()})
+	cs := e.fw.ClientSet()
+	var evicted []string
+	e.pl.evictPod = func(ctx context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod) error {
+		evicted = append(evicted, victim.Name)
+		if victim.Name != "web-0" {
+			return nil
+		}
+		flapped := db[1].DeepCopy()
+		flapped.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}
+		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, flapped, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for e.budgets.LiveHealthy(budget.KindPDB, ns, "db") != 2 {
+			if ctx.Err() != nil {
+				t.Fatal("the cache never saw db-1 turn not Ready")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
+	c := &testCandidate{"n1", []*v1.Pod{web[0], db[0]}}
+	p := testPreemptor{preemptor("2", 100)}
+	if err := e.pl.preemptPod(e.ctx, c, p, web[0], Name); err != nil {
+		t.Fatalf("preempting web-0: %v", err)
+	}
+	err := e.pl.preemptPod(e.ctx, c, p, db[0], Name)
+	var de *budget.DeniedError
+	if !errors.As(err, &de) || de.Decision.Reason() != budget.ReasonStatusBehindPods {
+		t.Errorf("preempting db-0: %v, want the live count's refusal (StatusBehindPods)", err)
+	}
+	if !slices.Equal(evicted, []string{"web-0"}) {
+		t.Errorf("evicted %v, want only web-0", evicted)
 	}
 }
