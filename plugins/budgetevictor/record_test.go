@@ -13,6 +13,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
@@ -30,15 +31,7 @@ func TestGateRecordsPUBDisruptionBeforeTheEviction(t *testing.T) {
 	// bookmark of a streaming list.
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	srv, real := realClientset(t)
-	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
-		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
-	disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
-	disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
-	opts := Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc, disc, nil }}
-	p := pluginOn(t, nil, opts, fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()), real)
-	if !cacheOf(t, p).PUBEnabled() {
-		t.Fatal("PUB support is off")
-	}
+	_, kc := pluginWithWebPUB(t, real)
 	ctx := context.Background()
 
 	if err := evict(ctx, real, "a"); err != nil {
@@ -70,15 +63,7 @@ func TestGateRecordsPUBDisruptionBeforeTheEviction(t *testing.T) {
 func TestGateTakesBackThePUBRecordWhenTheServerRefuses(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	srv, real := realClientset(t)
-	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
-		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
-	disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
-	disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
-	opts := Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc, disc, nil }}
-	p := pluginOn(t, nil, opts, fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()), real)
-	if !cacheOf(t, p).PUBEnabled() {
-		t.Fatal("PUB support is off")
-	}
+	p, kc := pluginWithWebPUB(t, real)
 	ctx := context.Background()
 	status := func() (map[string]metav1.Time, int32) {
 		t.Helper()
@@ -113,13 +98,8 @@ func TestGateTakesBackThePUBRecordWhenTheServerRefuses(t *testing.T) {
 
 	// c's eviction fails with a 500: it may have happened, so c's record
 	// stays (Kruise's controller times it out).
-	kc2 := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
-		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
-	disc2 := &fakediscovery.FakeDiscovery{Fake: &kc2.Fake}
-	disc2.Resources = disc.Resources
 	srv2, real2 := realClientset(t)
-	opts2 := Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc2, disc2, nil }}
-	pluginOn(t, nil, opts2, fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()), real2)
+	_, kc2 := pluginWithWebPUB(t, real2)
 	if err := evict(ctx, real2, "c"); !apierrors.IsInternalError(err) {
 		t.Fatalf("eviction of c: %v, want the server's 500", err)
 	}
@@ -130,4 +110,21 @@ func TestGateTakesBackThePUBRecordWhenTheServerRefuses(t *testing.T) {
 	if _, ok := pub.Status.DisruptedPods["c"]; !ok || srv2.evictions("c") != 1 {
 		t.Errorf("after the server's 500 on c: disruptedPods %v, %d evictions; want c's record kept", pub.Status.DisruptedPods, srv2.evictions("c"))
 	}
+}
+
+// pluginWithWebPUB is the evictor, gated on real, over pods a, b and c of
+// app web under PUB web (3 available, 2 desired, 1 allowed), with PUB
+// support on; it returns the PUB's clientset too.
+func pluginWithWebPUB(t *testing.T, real *kubernetes.Clientset) (*BudgetAwareEvictor, *kruisefake.Clientset) {
+	t.Helper()
+	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+	disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
+	opts := Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc, disc, nil }}
+	p := pluginOn(t, nil, opts, fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()), real)
+	if !cacheOf(t, p).PUBEnabled() {
+		t.Fatal("PUB support is off")
+	}
+	return p, kc
 }

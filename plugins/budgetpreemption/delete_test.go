@@ -205,19 +205,7 @@ func testPUBDisruptionRecorded(t *testing.T, heldBefore bool) {
 	args := DefaultArgs()
 	args.Actuation = ActuationDelete
 	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, nil)
-	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
-		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
-	kf := kruiseinformers.NewSharedInformerFactory(kc, 0)
-	bc, err := budget.New(e.ctx, e.fw.SharedInformerFactory(), budget.Options{KruiseInformers: kf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kf.Start(e.ctx.Done())
-	e.fw.SharedInformerFactory().Start(e.ctx.Done()) // the informers budget.New added
-	if !bc.WaitForCacheSync(e.ctx) {
-		t.Fatal("the budget cache did not sync")
-	}
-	e.pl.budgets, e.pl.kruise = bc, kc
+	kc, bc := withWebPUB(t, e)
 	if heldBefore {
 		if d, r := bc.Reserve(pods[0], budget.OperationDelete); !d.Allowed || r == nil {
 			t.Fatalf("the earlier reservation of web-0: %+v", d)
@@ -266,19 +254,7 @@ func TestPUBRecordTakenBackWhenTheVictimIsRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := replicas("web", "n1", "web", true, 0, 0, 0)
 			e := newEnv(t, DefaultArgs(), []*v1.Node{node("n1")}, pods, nil)
-			kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
-				MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
-			kf := kruiseinformers.NewSharedInformerFactory(kc, 0)
-			bc, err := budget.New(e.ctx, e.fw.SharedInformerFactory(), budget.Options{KruiseInformers: kf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			kf.Start(e.ctx.Done())
-			e.fw.SharedInformerFactory().Start(e.ctx.Done())
-			if !bc.WaitForCacheSync(e.ctx) {
-				t.Fatal("the budget cache did not sync")
-			}
-			e.pl.budgets, e.pl.kruise = bc, kc
+			kc, _ := withWebPUB(t, e)
 			e.pl.evictPod = func(context.Context, preemption.Candidate, preemption.ExecutorPreemptor, *v1.Pod) error {
 				return tc.err
 			}
@@ -343,4 +319,24 @@ func TestVictimRecheckedAgainstTheLiveCountBeforeItGoes(t *testing.T) {
 	if !slices.Equal(evicted, []string{"web-0"}) {
 		t.Errorf("evicted %v, want only web-0", evicted)
 	}
+}
+
+// withWebPUB gives e a budget cache with PUB support and PUB web over app
+// web (3 available, 2 desired, 1 allowed), and the plugin its clientset.
+func withWebPUB(t *testing.T, e *env) (*kruisefake.Clientset, *budget.Cache) {
+	t.Helper()
+	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+	kf := kruiseinformers.NewSharedInformerFactory(kc, 0)
+	bc, err := budget.New(e.ctx, e.fw.SharedInformerFactory(), budget.Options{KruiseInformers: kf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf.Start(e.ctx.Done())
+	e.fw.SharedInformerFactory().Start(e.ctx.Done()) // the informers budget.New added
+	if !bc.WaitForCacheSync(e.ctx) {
+		t.Fatal("the budget cache did not sync")
+	}
+	e.pl.budgets, e.pl.kruise = bc, kc
+	return kc, bc
 }
