@@ -19,4 +19,4 @@ if [ -z "$pkgs" ]; then
 fi
 
 exec "$GO" tool -modfile=hack/tools/go.mod gotestsum --format testname -- \
-	-count=1 -p 1 -timeout 25m "./$dir/..."
+	-vet=off -ldflags=-w -count=1 -p 1 -timeout 25m "./$dir/..."

@@ -139,6 +139,16 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		}},
 	}
 	c.synced = append(c.synced, rs.Informer().HasSynced, deploy.Informer().HasSynced, sts.Informer().HasSynced)
+	// A PUB's targetRef covers the pods of a workload: a workload that
+	// appears or goes changes which pods it covers (see live.go).
+	for _, inf := range []toolscache.SharedIndexInformer{rs.Informer(), deploy.Informer(), sts.Informer()} {
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onWorkload,
+			DeleteFunc: c.onWorkload,
+		}); err != nil {
+			return nil, fmt.Errorf("budget cache: adding event handler: %w", err)
+		}
+	}
 
 	if opts.KruiseInformers == nil {
 		c.logger.V(2).Info("PodUnavailableBudget support is off: no Kruise informer factory given")

@@ -7,9 +7,11 @@ import (
 
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // The live count of a budget's healthy pods.
@@ -192,6 +194,34 @@ func (c *Cache) recount(namespace string) {
 	defer x.mu.Unlock()
 	for _, pod := range pods {
 		c.podChangedLocked(pod, false)
+	}
+}
+
+// onWorkload counts the namespace of a ReplicaSet, Deployment or
+// StatefulSet that appeared or went again when a PUB there covers pods by
+// targetRef: its pods may have been counted before the workload was known
+// (the informers deliver in no common order, and a dry run reads workloads
+// from another cluster than its pods).
+func (c *Cache) onWorkload(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	ns := m.GetNamespace()
+	c.mu.RLock()
+	targeted := false
+	for t := range c.pubsByTarget {
+		if t.namespace == ns {
+			targeted = true
+			break
+		}
+	}
+	c.mu.RUnlock()
+	if targeted {
+		c.recount(ns)
 	}
 }
 

@@ -153,3 +153,32 @@ func TestRecordedReadyPodIsFreeOnlyAboveTheBudget(t *testing.T) {
 	h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj())
 	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationDelete), ReasonStatusBehindPods)
 }
+
+// TestLiveCountFollowsAWorkloadThatAppearsLate: PUB web covers the pods of
+// ReplicaSet web by targetRef, and the pods reach the Cache before the
+// ReplicaSet does (informers deliver in no common order; a descheduler dry
+// run reads workloads from another cluster than its pods). The pods are not
+// covered yet, so the PUB counts none healthy and would refuse every
+// disruption; when the ReplicaSet arrives, its namespace is counted again.
+// Before, the count stayed at 0 until the next minute's recount (seen as a
+// dry run predicting 0 evictions that the PUB allowed, once, under
+// TestDeschedulerDryRunHonoursPUBByTargetRef on a cold machine).
+func TestLiveCountFollowsAWorkloadThatAppearsLate(t *testing.T) {
+	h := newHarness(t)
+	h.add(pub("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).TargetRef("apps/v1", "ReplicaSet", "web").Obj())
+	rs := testobj.MakeReplicaSet().Namespace(ns).Name("web").UID("uid-rs-web").Obj()
+	var pods []*v1.Pod
+	for _, name := range []string{"a", "b", "c"} {
+		pods = append(pods, webPod(name).OwnedBy("apps/v1", "ReplicaSet", rs.Name, rs.UID).Obj())
+	}
+	h.livePods(pods...)
+	if n := h.c.LiveHealthy(KindPUB, ns, "web"); n != 0 {
+		t.Fatalf("before the ReplicaSet is known the PUB counts %d, want 0", n)
+	}
+	h.add(rs)
+	h.c.onWorkload(rs)
+	if n := h.c.LiveHealthy(KindPUB, ns, "web"); n != 3 {
+		t.Errorf("after the ReplicaSet arrived the PUB counts %d, want 3", n)
+	}
+	mustAllow(t, h.c.Decide(pods[0], OperationEvict))
+}
