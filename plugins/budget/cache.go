@@ -376,6 +376,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 		c.mu.Unlock()
 		c.ledger.budgetDeleted(k)
 		c.recount(pdb.Namespace)
+		c.live.forget(k)
 		return
 	}
 	sel, err := pdbSelector(pdb)
@@ -385,13 +386,14 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 		c.logger.Info("Warning: PodDisruptionBudget has an invalid selector; it covers no pod, as in the Eviction API",
 			"podDisruptionBudget", klog.KObj(pdb), "err", err)
 	}
+	live := c.live.counter(k) // before c.mu: the live index's lock comes first
 	c.mu.Lock()
 	c.versions[k] = pdb.ResourceVersion
 	old, had := c.pdbs.get(pdb.Namespace, pdb.Name)
 	if sel == nil {
 		c.pdbs.remove(pdb.Namespace, pdb.Name)
 	} else {
-		c.pdbs.set(pdb.Namespace, pdb.Name, sel, newPDBEntry(pdb))
+		c.pdbs.set(pdb.Namespace, pdb.Name, sel, newPDBEntry(pdb, live))
 	}
 	c.mu.Unlock()
 	c.ledger.budgetStatusChanged(k, pdb.Status.DisruptedPods)
@@ -431,6 +433,7 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 	if deleted {
 		c.ledger.budgetDeleted(k)
 		c.recount(pub.Namespace)
+		c.live.forget(k)
 		return
 	}
 	c.ledger.budgetStatusChanged(k, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
@@ -498,15 +501,17 @@ func (c *Cache) removePUBLocked(namespace, name string) {
 type pdbEntry struct {
 	pdb *policyv1.PodDisruptionBudget
 	key budgetKey
+	// live is the PDB's live count (live.go).
+	live *liveCount
 	// spends is the PDB's ref alone, with capacity 1: the Spends of every
 	// allowed decision that spends this PDB and no other budget. Decisions
 	// share it; nothing writes to it.
 	spends []BudgetRef
 }
 
-func newPDBEntry(pdb *policyv1.PodDisruptionBudget) *pdbEntry {
+func newPDBEntry(pdb *policyv1.PodDisruptionBudget, live *liveCount) *pdbEntry {
 	ref := pdbRef(pdb)
-	return &pdbEntry{pdb: pdb, key: keyOf(ref), spends: []BudgetRef{ref}[:1:1]}
+	return &pdbEntry{pdb: pdb, key: keyOf(ref), live: live, spends: []BudgetRef{ref}[:1:1]}
 }
 
 // covering collects the budgets that cover pod. Budget objects come from

@@ -86,7 +86,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		v := evaluatePDB(pod, e.pdb, op, pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
 		if live && (v.spends || v.recorded) && healthyForPDB(pod) {
 			st := &e.pdb.Status
-			if msg, short := c.liveShortfall(pod, e.key, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
+			if msg, short := c.liveShortfall(pod, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
 				v = deny(e.spends[0], ReasonStatusBehindPods, "%s", msg)
 			}
 		}
@@ -109,7 +109,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		v := evaluatePUB(pod, pub, op, pending{inflight: c.ledger.inflight(k, now), planned: planned.of(k)})
 		if live && (v.spends || v.recorded) && healthyForPUB(pod) {
 			st := &pub.Status
-			if msg, short := c.liveShortfall(pod, k, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {
+			if msg, short := c.liveShortfall(pod, k, nil, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {
 				v = deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg)
 			}
 		}

@@ -40,7 +40,19 @@ import (
 type liveIndex struct {
 	mu     sync.RWMutex
 	pods   map[podKey]*livePod
-	counts map[budgetKey]int32
+	counts map[budgetKey]*liveCount
+}
+
+// liveCount is one budget's count of healthy pods, guarded by liveIndex.mu.
+// A budget keeps its liveCount from when it is first seen until it is
+// deleted, and a PDB's entry in the selector index points to it, so that a
+// decision reads the count without a map lookup.
+type liveCount struct{ n int32 }
+
+// liveRef is one budget a pod was counted against.
+type liveRef struct {
+	key budgetKey
+	lc  *liveCount
 }
 
 // livePod is what a pod contributes to the counts: the budgets that covered
@@ -49,11 +61,35 @@ type livePod struct {
 	uid        types.UID
 	pdbHealthy bool
 	pubHealthy bool
-	budgets    []budgetKey
+	budgets    []liveRef
 }
 
 func newLiveIndex() *liveIndex {
-	return &liveIndex{pods: map[podKey]*livePod{}, counts: map[budgetKey]int32{}}
+	return &liveIndex{pods: map[podKey]*livePod{}, counts: map[budgetKey]*liveCount{}}
+}
+
+// counter returns budget k's count, made when k is first seen.
+func (x *liveIndex) counter(k budgetKey) *liveCount {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.counterLocked(k)
+}
+
+func (x *liveIndex) counterLocked(k budgetKey) *liveCount {
+	lc := x.counts[k]
+	if lc == nil {
+		lc = &liveCount{}
+		x.counts[k] = lc
+	}
+	return lc
+}
+
+// forget drops deleted budget k's count, once its namespace has been
+// counted again without it.
+func (x *liveIndex) forget(k budgetKey) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.counts, k)
 }
 
 // healthyForPDB is the disruption controller's countHealthyPods: not being
@@ -81,7 +117,7 @@ func (p *livePod) counts(k budgetKey) bool {
 		return false
 	}
 	for _, b := range p.budgets {
-		if b == k {
+		if b.key == k {
 			return true
 		}
 	}
@@ -91,15 +127,9 @@ func (p *livePod) counts(k budgetKey) bool {
 // apply adds (sign 1) or takes away (sign -1) p's contribution. Caller
 // holds x.mu.
 func (x *liveIndex) apply(p *livePod, sign int32) {
-	for _, k := range p.budgets {
-		if !p.healthyFor(k.kind) {
-			continue
-		}
-		n := x.counts[k] + sign
-		if n == 0 {
-			delete(x.counts, k)
-		} else {
-			x.counts[k] = n
+	for _, b := range p.budgets {
+		if p.healthyFor(b.key.kind) {
+			b.lc.n += sign
 		}
 	}
 }
@@ -129,7 +159,7 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
 	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
 	pdbH, pubH := healthyForPDB(pod), healthyForPUB(pod)
-	if old != nil && old.uid == pod.UID && old.pdbHealthy == pdbH && old.pubHealthy == pubH && sameBudgets(old.budgets, pdbs, pubs) {
+	if old != nil && old.uid == pod.UID && old.pdbHealthy == pdbH && old.pubHealthy == pubH && x.sameBudgets(old.budgets, pdbs, pubs) {
 		return
 	}
 	if old != nil {
@@ -146,26 +176,29 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	p.uid, p.pdbHealthy, p.pubHealthy = pod.UID, pdbH, pubH
 	p.budgets = p.budgets[:0]
 	for _, e := range pdbs {
-		p.budgets = append(p.budgets, e.key)
+		p.budgets = append(p.budgets, liveRef{e.key, e.live})
 	}
 	for _, pub := range pubs {
-		p.budgets = append(p.budgets, budgetKey{KindPUB, pub.Namespace, pub.Name})
+		k := budgetKey{KindPUB, pub.Namespace, pub.Name}
+		p.budgets = append(p.budgets, liveRef{k, x.counterLocked(k)})
 	}
 	x.apply(p, 1)
 	x.pods[k] = p
 }
 
-func sameBudgets(keys []budgetKey, pdbs []*pdbEntry, pubs []*kruisepolicy.PodUnavailableBudget) bool {
-	if len(keys) != len(pdbs)+len(pubs) {
+// sameBudgets reports whether refs are the counts of pdbs and pubs, in
+// order. Caller holds x.mu.
+func (x *liveIndex) sameBudgets(refs []liveRef, pdbs []*pdbEntry, pubs []*kruisepolicy.PodUnavailableBudget) bool {
+	if len(refs) != len(pdbs)+len(pubs) {
 		return false
 	}
 	for i, e := range pdbs {
-		if keys[i] != e.key {
+		if refs[i].lc != e.live {
 			return false
 		}
 	}
 	for i, pub := range pubs {
-		if keys[len(pdbs)+i] != (budgetKey{KindPUB, pub.Namespace, pub.Name}) {
+		if refs[len(pdbs)+i].lc != x.counts[budgetKey{KindPUB, pub.Namespace, pub.Name}] {
 			return false
 		}
 	}
@@ -229,58 +262,82 @@ func (c *Cache) onWorkload(obj any) {
 // allows against the live count: it returns a refusal message when the
 // covered pods that are healthy now, less those already being disrupted
 // (recorded in the status's disrupted or unavailable pods, or held in the
-// ledger) and less planned, leave nothing above desired. pod must be
+// ledger) and less planned, leave nothing above desired. lc is k's count
+// when the caller has it (a PDB's entry), nil to look it up. pod must be
 // healthy for k's kind (a pod that is not takes nothing from the count);
 // when the informer has not counted it yet, it counts itself. The caller
 // holds c.ledger.mu (a read lock is enough).
-func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
+func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, lc *liveCount, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
 	x := c.live
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	if lc == nil {
+		lc = x.counts[k]
+	}
+	var healthy int32
+	if lc != nil {
+		healthy = lc.n
+	}
+	busy := c.liveBusy(pod, k, disrupted, unavailable, now)
+	if healthy-busy-desired-planned >= 1 {
+		// Enough whether or not the informer has counted the pod itself.
+		return "", false
+	}
 	// The pod itself is counted among the healthy, never among the busy:
 	// taking it costs one healthy pod even when the status records it as
 	// disrupted already (a record whose disruption has not happened: an
 	// eviction that timed out after the API server recorded it) or the
 	// ledger holds it (its own reservation, rechecked before it goes).
-	self := podKey{pod.Namespace, pod.Name}
-	healthy := x.counts[k]
-	if p := x.pods[self]; p == nil || p.uid != pod.UID || !p.counts(k) {
+	if p := x.pods[podKey{pod.Namespace, pod.Name}]; p == nil || p.uid != pod.UID || !p.counts(k) {
 		healthy++
+		if healthy-busy-desired-planned >= 1 {
+			return "", false
+		}
 	}
+	return liveMessage(statusHealthy, healthy, busy, desired, planned), true
+}
+
+// liveBusy counts the pods other than pod that the live count has healthy
+// against k but that are already being disrupted: recorded in the status's
+// disrupted or unavailable pods, or held in the ledger. The caller holds
+// c.ledger.mu and c.live.mu (read locks are enough).
+func (c *Cache) liveBusy(pod *v1.Pod, k budgetKey, disrupted, unavailable map[string]metav1.Time, now time.Time) int32 {
+	x := c.live
 	var busy int32
+	healthyOther := func(name string) bool {
+		p := x.pods[podKey{k.namespace, name}]
+		return name != pod.Name && p != nil && p.counts(k)
+	}
 	for name := range disrupted {
-		if p := x.pods[podKey{k.namespace, name}]; name != pod.Name && p != nil && p.counts(k) {
+		if healthyOther(name) {
 			busy++
 		}
 	}
 	for name := range unavailable {
-		if _, dup := disrupted[name]; dup {
-			continue
-		}
-		if p := x.pods[podKey{k.namespace, name}]; name != pod.Name && p != nil && p.counts(k) {
+		if _, dup := disrupted[name]; !dup && healthyOther(name) {
 			busy++
 		}
 	}
-	if bs := c.ledger.budgets[k]; bs != nil {
-		for _, e := range bs.entries {
-			if e.pod == self || !c.ledger.live(e, bs, now) {
-				continue
-			}
-			if _, dup := disrupted[e.pod.name]; dup {
-				continue
-			}
-			if _, dup := unavailable[e.pod.name]; dup {
-				continue
-			}
-			if p := x.pods[e.pod]; p != nil && p.uid == e.podUID && p.counts(k) {
-				busy++
-			}
+	bs := c.ledger.budgets[k]
+	if bs == nil {
+		return busy
+	}
+	self := podKey{pod.Namespace, pod.Name}
+	for _, e := range bs.entries {
+		if e.pod == self || !c.ledger.live(e, bs, now) {
+			continue
+		}
+		if _, dup := disrupted[e.pod.name]; dup {
+			continue
+		}
+		if _, dup := unavailable[e.pod.name]; dup {
+			continue
+		}
+		if p := x.pods[e.pod]; p != nil && p.uid == e.podUID && p.counts(k) {
+			busy++
 		}
 	}
-	if healthy-busy-desired-planned >= 1 {
-		return "", false
-	}
-	return liveMessage(statusHealthy, healthy, busy, desired, planned), true
+	return busy
 }
 
 // RecheckLive checks pod against the live count of every budget that
@@ -306,7 +363,7 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 	if healthyForPDB(pod) {
 		for _, e := range pdbs {
 			st := &e.pdb.Status
-			if msg, short := c.liveShortfall(pod, e.key, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
+			if msg, short := c.liveShortfall(pod, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
 				denials = append(denials, *deny(e.spends[0], ReasonStatusBehindPods, "%s", msg).denial)
 			}
 		}
@@ -318,7 +375,7 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 			}
 			st := &pub.Status
 			k := budgetKey{KindPUB, pub.Namespace, pub.Name}
-			if msg, short := c.liveShortfall(pod, k, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
+			if msg, short := c.liveShortfall(pod, k, nil, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
 				denials = append(denials, *deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg).denial)
 			}
 		}
@@ -361,5 +418,8 @@ func (c *Cache) LiveHealthy(kind BudgetKind, namespace, name string) int32 {
 	x := c.live
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return x.counts[budgetKey{kind, namespace, name}]
+	if lc := x.counts[budgetKey{kind, namespace, name}]; lc != nil {
+		return lc.n
+	}
+	return 0
 }

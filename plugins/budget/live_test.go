@@ -111,6 +111,17 @@ func TestLiveCountFollowsCoverage(t *testing.T) {
 	if n := count(); n != 0 {
 		t.Errorf("after the PDB was deleted: %d, want 0", n)
 	}
+	// Made again under the same name: a new count, which the pods join,
+	// and an update of a pod counted against it changes nothing.
+	h.pdb(other)
+	h.podEvent(testobj.RunningPod(ns, "x").Label("app", "other").Obj(), false)
+	if n := count(); n != 1 {
+		t.Errorf("after the PDB was made again: %d, want 1 (x)", n)
+	}
+	h.podEvent(testobj.RunningPod(ns, "x").Label("app", "other").Obj(), true)
+	if n := count(); n != 0 {
+		t.Errorf("after x was deleted: %d, want 0", n)
+	}
 }
 
 // TestStatusAloneUntilThePodInformerHasSynced: before the pod informer has
