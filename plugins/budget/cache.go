@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
@@ -144,6 +145,7 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 	for _, inf := range []toolscache.SharedIndexInformer{rs.Informer(), deploy.Informer(), sts.Informer()} {
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    c.onWorkload,
+			UpdateFunc: c.onWorkloadUpdate,
 			DeleteFunc: c.onWorkload,
 		}); err != nil {
 			return nil, fmt.Errorf("budget cache: adding event handler: %w", err)
@@ -375,6 +377,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 		delete(c.versions, k)
 		c.mu.Unlock()
 		c.ledger.budgetDeleted(k)
+		c.live.coverageChanged(pdb.Namespace)
 		c.recount(pdb.Namespace)
 		c.live.forget(k)
 		return
@@ -390,14 +393,22 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 	c.mu.Lock()
 	c.versions[k] = pdb.ResourceVersion
 	old, had := c.pdbs.get(pdb.Namespace, pdb.Name)
-	if sel == nil {
+	covers := true // whether the PDB covers other pods than before
+	switch {
+	case sel == nil:
 		c.pdbs.remove(pdb.Namespace, pdb.Name)
-	} else {
+		covers = had
+	case had && old.uid == pdb.UID && equality.Semantic.DeepEqual(old.pdb.Load().Spec.Selector, pdb.Spec.Selector):
+		// A new status, usually: the entry stays where it is filed.
+		old.pdb.Store(pdb)
+		covers = false
+	default:
 		c.pdbs.set(pdb.Namespace, pdb.Name, sel, newPDBEntry(pdb, live))
 	}
 	c.mu.Unlock()
 	c.ledger.budgetStatusChanged(k, pdb.Status.DisruptedPods)
-	if had != (sel != nil) || had && !equality.Semantic.DeepEqual(old.pdb.Spec.Selector, pdb.Spec.Selector) {
+	if covers {
+		c.live.coverageChanged(pdb.Namespace)
 		c.recount(pdb.Namespace)
 	}
 }
@@ -432,12 +443,14 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 	c.mu.Unlock()
 	if deleted {
 		c.ledger.budgetDeleted(k)
+		c.live.coverageChanged(pub.Namespace)
 		c.recount(pub.Namespace)
 		c.live.forget(k)
 		return
 	}
 	c.ledger.budgetStatusChanged(k, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
 	if old == nil || !pubCoverageSame(old, pub) {
+		c.live.coverageChanged(pub.Namespace)
 		c.recount(pub.Namespace)
 	}
 }
@@ -498,8 +511,13 @@ func (c *Cache) removePUBLocked(namespace, name string) {
 
 // pdbEntry is a PDB as the Cache files it, with what a decision needs
 // computed once per PDB event rather than once per decision.
+//
+// An entry lasts as long as its PDB keeps its UID and selector, so that a
+// pod's memo (livePod) may point to it; pdb is the latest version, replaced
+// on every update (its status).
 type pdbEntry struct {
-	pdb *policyv1.PodDisruptionBudget
+	pdb atomic.Pointer[policyv1.PodDisruptionBudget]
+	uid types.UID
 	key budgetKey
 	// live is the PDB's live count (live.go).
 	live *liveCount
@@ -511,7 +529,9 @@ type pdbEntry struct {
 
 func newPDBEntry(pdb *policyv1.PodDisruptionBudget, live *liveCount) *pdbEntry {
 	ref := pdbRef(pdb)
-	return &pdbEntry{pdb: pdb, key: keyOf(ref), live: live, spends: []BudgetRef{ref}[:1:1]}
+	e := &pdbEntry{uid: pdb.UID, key: keyOf(ref), live: live, spends: []BudgetRef{ref}[:1:1]}
+	e.pdb.Store(pdb)
+	return e
 }
 
 // covering collects the budgets that cover pod. Budget objects come from
@@ -520,7 +540,7 @@ func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruis
 	entries, pubs := c.coveringInto(pod, nil, nil)
 	pdbs := make([]*policyv1.PodDisruptionBudget, 0, len(entries))
 	for _, e := range entries {
-		pdbs = append(pdbs, e.pdb)
+		pdbs = append(pdbs, e.pdb.Load())
 	}
 	return pdbs, pubs
 }
@@ -535,7 +555,7 @@ func (c *Cache) coveringInto(pod *v1.Pod, pdbs []*pdbEntry, pubs []*kruisepolicy
 	// By name, so that messages naming several budgets do not depend on
 	// map order; usually there is one of each at most.
 	if len(pdbs) > 1 {
-		slices.SortFunc(pdbs, func(a, b *pdbEntry) int { return strings.Compare(a.pdb.Name, b.pdb.Name) })
+		slices.SortFunc(pdbs, func(a, b *pdbEntry) int { return strings.Compare(a.key.name, b.key.name) })
 	}
 	if len(pubs) > 1 {
 		slices.SortFunc(pubs, func(a, b *kruisepolicy.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })

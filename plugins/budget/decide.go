@@ -65,9 +65,17 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 	if ignoresBudgets(pod) {
 		return Decision{Allowed: true}, spends
 	}
+	x := c.live
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	self := x.pods[podKey{pod.Namespace, pod.Name}]
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
-	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
+	pdbs, memo := self.memo(pod, pdbBuf[:0])
+	pubs := pubBuf[:0]
+	if !memo {
+		pdbs, pubs = c.coveringInto(pod, pdbs, pubs)
+	}
 
 	// Rule 2.
 	if len(pdbs) > 1 {
@@ -83,10 +91,11 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		if c.ledger.holdsIn(held, e.key, pod.UID, now) {
 			continue // this pod's disruption is already counted against the PDB
 		}
-		v := evaluatePDB(pod, e.pdb, op, pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
+		pdb := e.pdb.Load()
+		v := evaluatePDB(pod, pdb, op, pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
 		if live && (v.spends || v.recorded) && healthyForPDB(pod) {
-			st := &e.pdb.Status
-			if msg, short := c.liveShortfall(pod, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
+			st := &pdb.Status
+			if msg, short := c.liveShortfall(pod, self, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
 				v = deny(e.spends[0], ReasonStatusBehindPods, "%s", msg)
 			}
 		}
@@ -96,7 +105,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 			d.Denials = append(d.Denials, *v.denial)
 		case v.spends:
 			s := spend{pod: pod, key: e.key, refs: e.spends}
-			s.mark, s.hasMark = e.pdb.Status.DisruptedPods[pod.Name]
+			s.mark, s.hasMark = pdb.Status.DisruptedPods[pod.Name]
 			spends = append(spends, s)
 		}
 	}
@@ -109,7 +118,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		v := evaluatePUB(pod, pub, op, pending{inflight: c.ledger.inflight(k, now), planned: planned.of(k)})
 		if live && (v.spends || v.recorded) && healthyForPUB(pod) {
 			st := &pub.Status
-			if msg, short := c.liveShortfall(pod, k, nil, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {
+			if msg, short := c.liveShortfall(pod, self, k, nil, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {
 				v = deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg)
 			}
 		}
@@ -146,7 +155,7 @@ func multiplePDBs(pod *v1.Pod, pdbs []*pdbEntry) Decision {
 	names := make([]string, 0, len(pdbs))
 	for _, e := range pdbs {
 		refs = append(refs, e.spends[0])
-		names = append(names, e.pdb.Name)
+		names = append(names, e.key.name)
 	}
 	return Decision{Denials: []Denial{{
 		Budgets: refs,

@@ -7,6 +7,7 @@ import (
 
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,7 +42,14 @@ type liveIndex struct {
 	mu     sync.RWMutex
 	pods   map[podKey]*livePod
 	counts map[budgetKey]*liveCount
+	// coverage holds each namespace's coverage generation (see livePod).
+	coverage map[string]*coverageGen
 }
+
+// coverageGen counts the changes in which pods a namespace's budgets cover:
+// a budget added, deleted or with a new selector or targetRef, a workload
+// a targetRef resolves through. Guarded by liveIndex.mu.
+type coverageGen struct{ n uint64 }
 
 // liveCount is one budget's count of healthy pods, guarded by liveIndex.mu.
 // A budget keeps its liveCount from when it is first seen until it is
@@ -49,23 +57,74 @@ type liveIndex struct {
 // decision reads the count without a map lookup.
 type liveCount struct{ n int32 }
 
-// liveRef is one budget a pod was counted against.
+// liveRef is one budget a pod was counted against: a PDB's entry, or nil
+// for a PUB.
 type liveRef struct {
 	key budgetKey
 	lc  *liveCount
+	pdb *pdbEntry
 }
 
 // livePod is what a pod contributes to the counts: the budgets that covered
 // it when it was last seen, and whether it was healthy for each kind.
+//
+// It is also a memo of the pod's coverage: while src is the object a
+// decision is asked about (informer objects are never modified, so its
+// labels, annotations and owners are the same) and its namespace's
+// coverage generation is still gen, budgets are the PDBs that cover it, in
+// coveringInto's order, and a decision need not search the selector index.
+// Only a pod under PDBs alone is decided from the memo: a PUB's entry is
+// replaced on every status update.
 type livePod struct {
+	// What a decision reads first, together.
+	src     *v1.Pod
+	ns      *coverageGen
+	gen     uint64
+	budgets []liveRef
+	// inline holds the first budget without another allocation.
+	inline     [1]liveRef
 	uid        types.UID
 	pdbHealthy bool
 	pubHealthy bool
-	budgets    []liveRef
 }
 
 func newLiveIndex() *liveIndex {
-	return &liveIndex{pods: map[podKey]*livePod{}, counts: map[budgetKey]*liveCount{}}
+	return &liveIndex{pods: map[podKey]*livePod{}, counts: map[budgetKey]*liveCount{}, coverage: map[string]*coverageGen{}}
+}
+
+// coverageOf returns namespace's coverage generation. Caller holds x.mu
+// for writing.
+func (x *liveIndex) coverageOf(namespace string) *coverageGen {
+	g := x.coverage[namespace]
+	if g == nil {
+		g = &coverageGen{}
+		x.coverage[namespace] = g
+	}
+	return g
+}
+
+// coverageChanged ends every memo of namespace's pods. Callers change the
+// index first, then call it, then count the namespace again.
+func (x *liveIndex) coverageChanged(namespace string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.coverageOf(namespace).n++
+}
+
+// memo appends to out the PDBs that cover pod, from p, and reports whether
+// p could answer: see livePod. Caller holds x.mu (a read lock is enough).
+func (p *livePod) memo(pod *v1.Pod, out []*pdbEntry) ([]*pdbEntry, bool) {
+	if p == nil || p.src != pod || p.gen != p.ns.n {
+		return out, false
+	}
+	start := len(out)
+	for _, b := range p.budgets {
+		if b.pdb == nil {
+			return out[:start], false
+		}
+		out = append(out, b.pdb)
+	}
+	return out, true
 }
 
 // counter returns budget k's count, made when k is first seen.
@@ -155,11 +214,14 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 		}
 		return
 	}
+	ns := x.coverageOf(pod.Namespace)
+	gen := ns.n // no change can come in between: coverageChanged waits for x.mu
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
 	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
 	pdbH, pubH := healthyForPDB(pod), healthyForPUB(pod)
 	if old != nil && old.uid == pod.UID && old.pdbHealthy == pdbH && old.pubHealthy == pubH && x.sameBudgets(old.budgets, pdbs, pubs) {
+		old.src, old.ns, old.gen = pod, ns, gen
 		return
 	}
 	if old != nil {
@@ -172,15 +234,17 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	p := old
 	if p == nil {
 		p = &livePod{}
+		p.budgets = p.inline[:0]
 	}
 	p.uid, p.pdbHealthy, p.pubHealthy = pod.UID, pdbH, pubH
+	p.src, p.ns, p.gen = pod, ns, gen
 	p.budgets = p.budgets[:0]
 	for _, e := range pdbs {
-		p.budgets = append(p.budgets, liveRef{e.key, e.live})
+		p.budgets = append(p.budgets, liveRef{key: e.key, lc: e.live, pdb: e})
 	}
 	for _, pub := range pubs {
 		k := budgetKey{KindPUB, pub.Namespace, pub.Name}
-		p.budgets = append(p.budgets, liveRef{k, x.counterLocked(k)})
+		p.budgets = append(p.budgets, liveRef{key: k, lc: x.counterLocked(k)})
 	}
 	x.apply(p, 1)
 	x.pods[k] = p
@@ -193,7 +257,7 @@ func (x *liveIndex) sameBudgets(refs []liveRef, pdbs []*pdbEntry, pubs []*kruise
 		return false
 	}
 	for i, e := range pdbs {
-		if refs[i].lc != e.live {
+		if refs[i].pdb != e {
 			return false
 		}
 	}
@@ -254,7 +318,19 @@ func (c *Cache) onWorkload(obj any) {
 	}
 	c.mu.RUnlock()
 	if targeted {
+		c.live.coverageChanged(ns)
 		c.recount(ns)
+	}
+}
+
+// onWorkloadUpdate is onWorkload for a workload whose owners changed (a
+// ReplicaSet adopted by another Deployment): a PUB's targetRef resolves
+// through them. Other updates (a new status) change no coverage.
+func (c *Cache) onWorkloadUpdate(oldObj, obj any) {
+	o, err1 := meta.Accessor(oldObj)
+	n, err2 := meta.Accessor(obj)
+	if err1 != nil || err2 != nil || o.GetUID() != n.GetUID() || !equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) {
+		c.onWorkload(obj)
 	}
 }
 
@@ -263,14 +339,13 @@ func (c *Cache) onWorkload(obj any) {
 // covered pods that are healthy now, less those already being disrupted
 // (recorded in the status's disrupted or unavailable pods, or held in the
 // ledger) and less planned, leave nothing above desired. lc is k's count
-// when the caller has it (a PDB's entry), nil to look it up. pod must be
-// healthy for k's kind (a pod that is not takes nothing from the count);
-// when the informer has not counted it yet, it counts itself. The caller
-// holds c.ledger.mu (a read lock is enough).
-func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, lc *liveCount, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
+// when the caller has it (a PDB's entry), nil to look it up; self is the
+// pod's own livePod when the caller has looked it up. pod must be healthy
+// for k's kind (a pod that is not takes nothing from the count); when the
+// informer has not counted it yet, it counts itself. The caller holds
+// c.ledger.mu and c.live.mu (read locks are enough).
+func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCount, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
 	x := c.live
-	x.mu.RLock()
-	defer x.mu.RUnlock()
 	if lc == nil {
 		lc = x.counts[k]
 	}
@@ -279,20 +354,19 @@ func (c *Cache) liveShortfall(pod *v1.Pod, k budgetKey, lc *liveCount, statusHea
 		healthy = lc.n
 	}
 	busy := c.liveBusy(pod, k, disrupted, unavailable, now)
-	if healthy-busy-desired-planned >= 1 {
-		// Enough whether or not the informer has counted the pod itself.
-		return "", false
-	}
 	// The pod itself is counted among the healthy, never among the busy:
 	// taking it costs one healthy pod even when the status records it as
 	// disrupted already (a record whose disruption has not happened: an
 	// eviction that timed out after the API server recorded it) or the
 	// ledger holds it (its own reservation, rechecked before it goes).
-	if p := x.pods[podKey{pod.Namespace, pod.Name}]; p == nil || p.uid != pod.UID || !p.counts(k) {
+	if self == nil {
+		self = x.pods[podKey{pod.Namespace, pod.Name}]
+	}
+	if self == nil || self.uid != pod.UID || !self.counts(k) {
 		healthy++
-		if healthy-busy-desired-planned >= 1 {
-			return "", false
-		}
+	}
+	if healthy-busy-desired-planned >= 1 {
+		return "", false
 	}
 	return liveMessage(statusHealthy, healthy, busy, desired, planned), true
 }
@@ -358,12 +432,14 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
 	c.ledger.mu.RLock()
 	defer c.ledger.mu.RUnlock()
+	c.live.mu.RLock()
+	defer c.live.mu.RUnlock()
 	now := c.clock.Now()
 	var denials []Denial
 	if healthyForPDB(pod) {
 		for _, e := range pdbs {
-			st := &e.pdb.Status
-			if msg, short := c.liveShortfall(pod, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
+			st := &e.pdb.Load().Status
+			if msg, short := c.liveShortfall(pod, nil, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
 				denials = append(denials, *deny(e.spends[0], ReasonStatusBehindPods, "%s", msg).denial)
 			}
 		}
@@ -375,7 +451,7 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 			}
 			st := &pub.Status
 			k := budgetKey{KindPUB, pub.Namespace, pub.Name}
-			if msg, short := c.liveShortfall(pod, k, nil, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
+			if msg, short := c.liveShortfall(pod, nil, k, nil, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
 				denials = append(denials, *deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg).denial)
 			}
 		}

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -192,4 +193,96 @@ func TestLiveCountFollowsAWorkloadThatAppearsLate(t *testing.T) {
 		t.Errorf("after the ReplicaSet arrived the PUB counts %d, want 3", n)
 	}
 	mustAllow(t, h.c.Decide(pods[0], OperationEvict))
+}
+
+// TestDecisionFromTheMemoFollowsCoverage: a pod under PDBs alone is decided
+// from its memo, the budgets found when its informer object was last
+// counted, and every change in which budgets cover it ends the memo: a
+// second PDB, a selector that moves away, a PUB by selector, a workload a
+// PUB's targetRef names, a new object of the pod. The Cache counts a
+// budget's namespace again after each such change, which makes new memos;
+// a is kept out of the pod lister so that only the namespace's coverage
+// generation can end its memo, as it does for a decision made while the
+// namespace is being counted again.
+func TestDecisionFromTheMemoFollowsCoverage(t *testing.T) {
+	h := newHarness(t)
+	rs := testobj.MakeReplicaSet().Namespace(ns).Name("web").UID("uid-rs-web").Obj()
+	a := webPod("a").OwnedBy("apps/v1", "ReplicaSet", rs.Name, rs.UID).Obj()
+	h.livePods(webPod("b").OwnedBy("apps/v1", "ReplicaSet", rs.Name, rs.UID).Obj(), webPod("c").Obj(), webPod("d").Obj())
+	h.add(webPDB("web", pdbStatus{healthy: 4, desired: 2, allowed: 2}).Obj())
+	h.podEvent(a, false)
+	fromMemo := func() bool {
+		h.c.live.mu.RLock()
+		defer h.c.live.mu.RUnlock()
+		_, ok := h.c.live.pods[podKey{ns, "a"}].memo(a, nil)
+		return ok
+	}
+	spends := func(d Decision) []string {
+		t.Helper()
+		mustAllow(t, d)
+		var names []string
+		for _, r := range d.Spends {
+			names = append(names, r.String())
+		}
+		return names
+	}
+	if !fromMemo() {
+		t.Fatal("a pod under one PDB is not decided from its memo")
+	}
+	if got := spends(h.c.Decide(a, OperationEvict)); !reflect.DeepEqual(got, []string{"pdb " + ns + "/web"}) {
+		t.Fatalf("spends %v, want pdb web", got)
+	}
+	// A status update keeps the memo, and the decision reads the new status.
+	h.pdb(webPDB("web", pdbStatus{healthy: 4, desired: 4, allowed: 0}).Obj())
+	if !fromMemo() {
+		t.Error("a PDB's new status ended the memo")
+	}
+	mustDeny(t, h.c.Decide(a, OperationEvict), ReasonInsufficientBudget)
+	h.pdb(webPDB("web", pdbStatus{healthy: 4, desired: 2, allowed: 2}).Obj())
+
+	h.add(webPDB("web2", pdbStatus{healthy: 4, desired: 2, allowed: 2}).Obj())
+	mustDeny(t, h.c.Decide(a, OperationEvict), ReasonMultiplePDBs)
+	h.pdb(webPDB("web", pdbStatus{healthy: 0, desired: 0, allowed: 0}).MatchLabels("app", "other").Obj())
+	if got := spends(h.c.Decide(a, OperationEvict)); !reflect.DeepEqual(got, []string{"pdb " + ns + "/web2"}) {
+		t.Fatalf("after web's selector moved away: spends %v, want pdb web2", got)
+	}
+	if fromMemo() {
+		t.Error("a's memo outlived web's new selector")
+	}
+	h.podEvent(a, false)
+	if !fromMemo() {
+		t.Error("a's own event made no memo")
+	}
+
+	h.add(pub("sel", pdbStatus{healthy: 4, desired: 2, allowed: 2}).MatchLabels("app", "web").Obj())
+	if got := spends(h.c.Decide(a, OperationEvict)); !reflect.DeepEqual(got, []string{"pdb " + ns + "/web2", "pub " + ns + "/sel"}) {
+		t.Fatalf("after PUB sel: spends %v, want pdb web2 and pub sel", got)
+	}
+	if fromMemo() {
+		t.Error("a pod under a PUB is decided from its memo")
+	}
+	h.c.onPUB(pub("sel", pdbStatus{}).MatchLabels("app", "web").Obj(), true)
+
+	h.add(pub("rs", pdbStatus{healthy: 2, desired: 1, allowed: 1}).TargetRef("apps/v1", "ReplicaSet", "web").Obj())
+	if got := spends(h.c.Decide(a, OperationEvict)); !reflect.DeepEqual(got, []string{"pdb " + ns + "/web2"}) {
+		t.Fatalf("before ReplicaSet web is known: spends %v, want pdb web2", got)
+	}
+	h.podEvent(a, false)
+	if !fromMemo() {
+		t.Error("before ReplicaSet web is known, a (under web2 alone) has no memo")
+	}
+	h.add(rs)
+	h.c.onWorkload(rs)
+	if got := spends(h.c.Decide(a, OperationEvict)); !reflect.DeepEqual(got, []string{"pdb " + ns + "/web2", "pub " + ns + "/rs"}) {
+		t.Fatalf("after ReplicaSet web arrived: spends %v, want pdb web2 and pub rs", got)
+	}
+
+	moved := testobj.RunningPod(ns, "a").Label("app", "none").Obj()
+	h.podEvent(moved, false)
+	if d := h.c.Decide(moved, OperationEvict); !d.Allowed || len(d.Spends) != 0 {
+		t.Fatalf("a pod no budget covers: %+v, want allowed, spending nothing", d)
+	}
+	if got := spends(h.c.Decide(a, OperationEvict)); len(got) == 0 {
+		t.Errorf("the old object of a, labelled app=web, spends nothing: its labels are not the new object's")
+	}
 }
