@@ -2,6 +2,7 @@ package budget
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -39,8 +40,11 @@ import (
 // liveIndex holds the live counts. Its lock is taken after Cache.mu is
 // released and never while holding it (coverage takes Cache.mu inside).
 type liveIndex struct {
-	mu     sync.RWMutex
-	pods   map[podKey]*livePod
+	mu   sync.RWMutex
+	pods map[podKey]*livePod
+	// byUID holds the same livePods by the pod's UID, for decisions: a
+	// UID is one string, cheaper to look up than a namespace and a name.
+	byUID  map[types.UID]*livePod
 	counts map[budgetKey]*liveCount
 	// coverage holds each namespace's coverage generation (see livePod).
 	coverage map[string]*coverageGen
@@ -89,7 +93,7 @@ type livePod struct {
 }
 
 func newLiveIndex() *liveIndex {
-	return &liveIndex{pods: map[podKey]*livePod{}, counts: map[budgetKey]*liveCount{}, coverage: map[string]*coverageGen{}}
+	return &liveIndex{pods: map[podKey]*livePod{}, byUID: map[types.UID]*livePod{}, counts: map[budgetKey]*liveCount{}, coverage: map[string]*coverageGen{}}
 }
 
 // coverageOf returns namespace's coverage generation. Caller holds x.mu
@@ -211,11 +215,24 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 		if old != nil && old.uid == pod.UID {
 			x.apply(old, -1)
 			delete(x.pods, k)
+			delete(x.byUID, old.uid)
 		}
 		return
 	}
 	ns := x.coverageOf(pod.Namespace)
 	gen := ns.n // no change can come in between: coverageChanged waits for x.mu
+	if old != nil && old.uid == pod.UID && old.ns == ns && old.gen == gen && sameCoverageInputs(old.src, pod) {
+		// The same budgets cover it (usually a new status): only its
+		// health may have changed.
+		pdbH, pubH := healthyForPDB(pod), healthyForPUB(pod)
+		if old.pdbHealthy != pdbH || old.pubHealthy != pubH {
+			x.apply(old, -1)
+			old.pdbHealthy, old.pubHealthy = pdbH, pubH
+			x.apply(old, 1)
+		}
+		old.src = pod
+		return
+	}
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
 	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
@@ -226,6 +243,7 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	}
 	if old != nil {
 		x.apply(old, -1)
+		delete(x.byUID, old.uid)
 	}
 	if len(pdbs)+len(pubs) == 0 {
 		delete(x.pods, k)
@@ -248,6 +266,26 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	}
 	x.apply(p, 1)
 	x.pods[k] = p
+	x.byUID[p.uid] = p
+}
+
+// sameCoverageInputs reports whether a budget that covers pod a covers
+// pod b: the same labels, Kruise's related-PUB annotation and controller.
+// Everything else coveringInto reads is the namespace's budgets and
+// workloads, whose changes end the coverage generation.
+func sameCoverageInputs(a, b *v1.Pod) bool {
+	if a == b {
+		return true
+	}
+	if a.Namespace != b.Namespace || !maps.Equal(a.Labels, b.Labels) ||
+		a.Annotations[AnnotationRelatedPUB] != b.Annotations[AnnotationRelatedPUB] {
+		return false
+	}
+	ca, cb := metav1.GetControllerOfNoCopy(a), metav1.GetControllerOfNoCopy(b)
+	if ca == nil || cb == nil {
+		return ca == cb
+	}
+	return ca.UID == cb.UID && ca.Kind == cb.Kind && ca.Name == cb.Name && ca.APIVersion == cb.APIVersion
 }
 
 // sameBudgets reports whether refs are the counts of pdbs and pubs, in
@@ -360,7 +398,7 @@ func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveC
 	// eviction that timed out after the API server recorded it) or the
 	// ledger holds it (its own reservation, rechecked before it goes).
 	if self == nil {
-		self = x.pods[podKey{pod.Namespace, pod.Name}]
+		self = x.byUID[pod.UID]
 	}
 	if self == nil || self.uid != pod.UID || !self.counts(k) {
 		healthy++

@@ -123,6 +123,30 @@ func TestLiveCountFollowsCoverage(t *testing.T) {
 	if n := count(); n != 0 {
 		t.Errorf("after x was deleted: %d, want 0", n)
 	}
+	// A pod made again under its name, seen as an update (a relist).
+	h.podEvent(testobj.RunningPod(ns, "y").UID("uid-y1").Label("app", "other").Obj(), false)
+	h.podEvent(testobj.RunningPod(ns, "y").UID("uid-y2").Label("app", "other").Obj(), false)
+	if n := count(); n != 1 {
+		t.Errorf("after y was made again: %d, want 1", n)
+	}
+	checkLiveIndex(t, h)
+}
+
+// checkLiveIndex fails t unless the live index holds each pod once, by
+// name and by UID.
+func checkLiveIndex(t *testing.T, h *harness) {
+	t.Helper()
+	x := h.c.live
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(x.pods) != len(x.byUID) {
+		t.Errorf("live index: %d pods by name, %d by UID", len(x.pods), len(x.byUID))
+	}
+	for k, p := range x.pods {
+		if x.byUID[p.uid] != p {
+			t.Errorf("live index: pod %v (UID %s) is not found by its UID", k, p.uid)
+		}
+	}
 }
 
 // TestStatusAloneUntilThePodInformerHasSynced: before the pod informer has
@@ -214,7 +238,7 @@ func TestDecisionFromTheMemoFollowsCoverage(t *testing.T) {
 	fromMemo := func() bool {
 		h.c.live.mu.RLock()
 		defer h.c.live.mu.RUnlock()
-		_, ok := h.c.live.pods[podKey{ns, "a"}].memo(a, nil)
+		_, ok := h.c.live.byUID[a.UID].memo(a, nil)
 		return ok
 	}
 	spends := func(d Decision) []string {
@@ -284,5 +308,32 @@ func TestDecisionFromTheMemoFollowsCoverage(t *testing.T) {
 	}
 	if got := spends(h.c.Decide(a, OperationEvict)); len(got) == 0 {
 		t.Errorf("the old object of a, labelled app=web, spends nothing: its labels are not the new object's")
+	}
+	checkLiveIndex(t, h)
+}
+
+// TestSameCoverageInputs: a pod update may keep the budgets it was counted
+// against only when nothing a budget's coverage reads has changed.
+func TestSameCoverageInputs(t *testing.T) {
+	base := func() *testobj.PodWrapper {
+		return webPod("a").Annotation(AnnotationRelatedPUB, "p").OwnedBy("apps/v1", "ReplicaSet", "web", "uid-rs")
+	}
+	a := base().Obj()
+	for _, tc := range []struct {
+		name string
+		b    *v1.Pod
+		same bool
+	}{
+		{"a new status", base().Ready(false).Obj(), true},
+		{"another label", base().Label("tier", "x").Obj(), false},
+		{"another label value", base().Label("app", "db").Obj(), false},
+		{"another related PUB", base().Annotation(AnnotationRelatedPUB, "q").Obj(), false},
+		{"another owner", webPod("a").Annotation(AnnotationRelatedPUB, "p").OwnedBy("apps/v1", "ReplicaSet", "web", "uid-rs2").Obj(), false},
+		{"no owner", webPod("a").Annotation(AnnotationRelatedPUB, "p").Obj(), false},
+		{"another namespace", base().Namespace("other").Obj(), false},
+	} {
+		if got := sameCoverageInputs(a, tc.b); got != tc.same {
+			t.Errorf("%s: sameCoverageInputs = %v, want %v", tc.name, got, tc.same)
+		}
 	}
 }
