@@ -94,6 +94,28 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
+// BenchmarkDecideCopiedPod is BenchmarkDecide for pods that are not the
+// objects the Cache's informer delivered (a copy, or a pod read again from
+// the API server): the Cache cannot use the memo of their coverage and
+// searches the selector index.
+func BenchmarkDecideCopiedPod(b *testing.B) {
+	bc := newBenchCluster(b, true)
+	copies := make([]*v1.Pod, len(bc.pods))
+	for i, p := range bc.pods {
+		copies[i] = p.DeepCopy()
+	}
+	rng := rand.New(rand.NewSource(1))
+	order := rng.Perm(len(bc.pods))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d := bc.h.c.Decide(copies[order[i%len(order)]], OperationEvict)
+		if !d.Allowed || len(d.Spends) != 1 {
+			b.Fatalf("unexpected decision %+v", d)
+		}
+	}
+}
+
 // BenchmarkDecideUpstreamReference asks BenchmarkDecide's question, for
 // the same pods in the same order, the way the Eviction API answers it
 // (k8s.io/kubernetes@v1.36.3 pkg/registry/core/pod/storage/eviction.go):
