@@ -2,7 +2,6 @@ package budget
 
 import (
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -221,18 +220,6 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	}
 	ns := x.coverageOf(pod.Namespace)
 	gen := ns.n // no change can come in between: coverageChanged waits for x.mu
-	if old != nil && old.uid == pod.UID && old.ns == ns && old.gen == gen && sameCoverageInputs(old.src, pod) {
-		// The same budgets cover it (usually a new status): only its
-		// health may have changed.
-		pdbH, pubH := healthyForPDB(pod), healthyForPUB(pod)
-		if old.pdbHealthy != pdbH || old.pubHealthy != pubH {
-			x.apply(old, -1)
-			old.pdbHealthy, old.pubHealthy = pdbH, pubH
-			x.apply(old, 1)
-		}
-		old.src = pod
-		return
-	}
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
 	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
@@ -267,25 +254,6 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	x.apply(p, 1)
 	x.pods[k] = p
 	x.byUID[p.uid] = p
-}
-
-// sameCoverageInputs reports whether a budget that covers pod a covers
-// pod b: the same labels, Kruise's related-PUB annotation and controller.
-// Everything else coveringInto reads is the namespace's budgets and
-// workloads, whose changes end the coverage generation.
-func sameCoverageInputs(a, b *v1.Pod) bool {
-	if a == b {
-		return true
-	}
-	if a.Namespace != b.Namespace || !maps.Equal(a.Labels, b.Labels) ||
-		a.Annotations[AnnotationRelatedPUB] != b.Annotations[AnnotationRelatedPUB] {
-		return false
-	}
-	ca, cb := metav1.GetControllerOfNoCopy(a), metav1.GetControllerOfNoCopy(b)
-	if ca == nil || cb == nil {
-		return ca == cb
-	}
-	return ca.UID == cb.UID && ca.Kind == cb.Kind && ca.Name == cb.Name && ca.APIVersion == cb.APIVersion
 }
 
 // sameBudgets reports whether refs are the counts of pdbs and pubs, in

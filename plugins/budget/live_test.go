@@ -311,29 +311,3 @@ func TestDecisionFromTheMemoFollowsCoverage(t *testing.T) {
 	}
 	checkLiveIndex(t, h)
 }
-
-// TestSameCoverageInputs: a pod update may keep the budgets it was counted
-// against only when nothing a budget's coverage reads has changed.
-func TestSameCoverageInputs(t *testing.T) {
-	base := func() *testobj.PodWrapper {
-		return webPod("a").Annotation(AnnotationRelatedPUB, "p").OwnedBy("apps/v1", "ReplicaSet", "web", "uid-rs")
-	}
-	a := base().Obj()
-	for _, tc := range []struct {
-		name string
-		b    *v1.Pod
-		same bool
-	}{
-		{"a new status", base().Ready(false).Obj(), true},
-		{"another label", base().Label("tier", "x").Obj(), false},
-		{"another label value", base().Label("app", "db").Obj(), false},
-		{"another related PUB", base().Annotation(AnnotationRelatedPUB, "q").Obj(), false},
-		{"another owner", webPod("a").Annotation(AnnotationRelatedPUB, "p").OwnedBy("apps/v1", "ReplicaSet", "web", "uid-rs2").Obj(), false},
-		{"no owner", webPod("a").Annotation(AnnotationRelatedPUB, "p").Obj(), false},
-		{"another namespace", base().Namespace("other").Obj(), false},
-	} {
-		if got := sameCoverageInputs(a, tc.b); got != tc.same {
-			t.Errorf("%s: sameCoverageInputs = %v, want %v", tc.name, got, tc.same)
-		}
-	}
-}
