@@ -14,7 +14,9 @@ out="$PWD/_output/bin/etcd"
 version="$("$GO" list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
 want="${version#v}"
 
-if [ -x "$out" ] && "$out" --version 2>/dev/null | grep -q "^etcd Version: ${want}\$"; then
+# grep and sed read all of etcd's output: with pipefail, a reader that stops
+# early (grep -q, head) can kill etcd with SIGPIPE and fail the pipeline.
+if [ -x "$out" ] && "$out" --version 2>/dev/null | grep "^etcd Version: ${want}\$" >/dev/null; then
 	exit 0
 fi
 
@@ -31,4 +33,4 @@ mkdir -p "$work" "$(dirname "$out")"
 	"$GO" build -o "$out" go.etcd.io/etcd/server/v3
 )
 rm -rf "$work"
-"$out" --version | head -1
+"$out" --version | sed -n 1p
