@@ -98,12 +98,17 @@ func newLiveIndex() *liveIndex {
 // coverageOf returns namespace's coverage generation. Caller holds x.mu
 // for writing.
 func (x *liveIndex) coverageOf(namespace string) *coverageGen {
-	g := x.coverage[namespace]
-	if g == nil {
-		g = &coverageGen{}
-		x.coverage[namespace] = g
+	return getOrMake(x.coverage, namespace)
+}
+
+// getOrMake returns m[k], made (zero) when absent.
+func getOrMake[K comparable, V any](m map[K]*V, k K) *V {
+	v := m[k]
+	if v == nil {
+		v = new(V)
+		m[k] = v
 	}
-	return g
+	return v
 }
 
 // coverageChanged ends every memo of namespace's pods. Callers change the
@@ -137,14 +142,7 @@ func (x *liveIndex) counter(k budgetKey) *liveCount {
 	return x.counterLocked(k)
 }
 
-func (x *liveIndex) counterLocked(k budgetKey) *liveCount {
-	lc := x.counts[k]
-	if lc == nil {
-		lc = &liveCount{}
-		x.counts[k] = lc
-	}
-	return lc
-}
+func (x *liveIndex) counterLocked(k budgetKey) *liveCount { return getOrMake(x.counts, k) }
 
 // forget drops deleted budget k's count, once its namespace has been
 // counted again without it.
