@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
@@ -398,7 +397,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 	case sel == nil:
 		c.pdbs.remove(pdb.Namespace, pdb.Name)
 		covers = had
-	case had && old.uid == pdb.UID && equality.Semantic.DeepEqual(old.pdb.Load().Spec.Selector, pdb.Spec.Selector):
+	case had && old.spends[0].UID == pdb.UID && equality.Semantic.DeepEqual(old.pdb.Load().Spec.Selector, pdb.Spec.Selector):
 		// A new status, usually: the entry stays where it is filed.
 		old.pdb.Store(pdb)
 		covers = false
@@ -517,7 +516,6 @@ func (c *Cache) removePUBLocked(namespace, name string) {
 // on every update (its status).
 type pdbEntry struct {
 	pdb atomic.Pointer[policyv1.PodDisruptionBudget]
-	uid types.UID
 	key budgetKey
 	// live is the PDB's live count (live.go).
 	live *liveCount
@@ -529,7 +527,7 @@ type pdbEntry struct {
 
 func newPDBEntry(pdb *policyv1.PodDisruptionBudget, live *liveCount) *pdbEntry {
 	ref := pdbRef(pdb)
-	e := &pdbEntry{uid: pdb.UID, key: keyOf(ref), live: live, spends: []BudgetRef{ref}[:1:1]}
+	e := &pdbEntry{key: keyOf(ref), live: live, spends: []BudgetRef{ref}[:1:1]}
 	e.pdb.Store(pdb)
 	return e
 }
