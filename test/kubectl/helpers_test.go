@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/budgetguard/budgetguard/internal/kubectlplugin"
@@ -94,6 +95,21 @@ func pdbStatus(t *testing.T, ns, name string, healthy, desired, allowed, expecte
 	testenv.WaitFor(t, testenv.DefaultWait, "status of pdb "+name, env.PDBStatusIs(ns, name, policyv1.PodDisruptionBudgetStatus{
 		CurrentHealthy: healthy, DesiredHealthy: desired, DisruptionsAllowed: allowed, ExpectedPods: expected,
 	}))
+}
+
+// overlappingPDBs makes the seeds' overlapping pair over n Ready pods of app
+// in ns: a PDB "app" (minAvailable 1) and "all" (selector {}, minAvailable 1),
+// and waits for both statuses. "all" is made only once the disruption
+// controller has counted every pod of "app" healthy: for a pod under several
+// PDBs the controller requeues one of them only (getPdbForPod picks the
+// first), so had "all" been synced before its informer saw the last pod
+// Ready, no pod event would bring "all" up to date.
+func overlappingPDBs(t *testing.T, ns, app string, n int32) {
+	t.Helper()
+	env.CreatePDB(t, ns, testobj.MakePDB().Name(app).MatchLabels("app", app).MinAvailable(1))
+	pdbStatus(t, ns, app, n, 1, n-1, n)
+	env.CreatePDB(t, ns, testobj.MakePDB().Name("all").Selector(&metav1.LabelSelector{}).MinAvailable(1))
+	pdbStatus(t, ns, "all", n, 1, n-1, n)
 }
 
 // namespaceWithNode creates the test's namespace, dumped when the test

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/budgetguard/budgetguard/internal/kubectlplugin"
@@ -61,9 +60,7 @@ func TestSelectorsAndPUBs(t *testing.T) {
 	// another, whose error makes lint exit 1.
 	other := env.NewNamespace(t)
 	barePods(t, other, node, "api", 2, nil)
-	env.CreatePDB(t, other, testobj.MakePDB().Name("api").MatchLabels("app", "api").MinAvailable(1))
-	env.CreatePDB(t, other, testobj.MakePDB().Name("all").Selector(&metav1.LabelSelector{}).MinAvailable(1))
-	pdbStatus(t, other, "all", 2, 1, 1, 2)
+	overlappingPDBs(t, other, "api", 2)
 	stableBoth := func(s string) string { return stabilizer(other)(stable(s)) }
 	expect(t, kubectl(t, "lint", "-A"), kubectlplugin.ExitFindings, "lint-all.txt", stableBoth)
 }

@@ -63,10 +63,7 @@ func TestExhaustedPDB(t *testing.T) {
 func TestOverlappingPDBs(t *testing.T) {
 	ns, node := namespaceWithNode(t)
 	barePods(t, ns, node, "web", 3, nil)
-	env.CreatePDB(t, ns, testobj.MakePDB().Name("web").MatchLabels("app", "web").MinAvailable(1))
-	env.CreatePDB(t, ns, testobj.MakePDB().Name("all").Selector(&metav1.LabelSelector{}).MinAvailable(1))
-	pdbStatus(t, ns, "web", 3, 1, 2, 3)
-	pdbStatus(t, ns, "all", 3, 1, 2, 3)
+	overlappingPDBs(t, ns, "web", 3)
 	stable := stabilizer(ns)
 
 	expect(t, kubectl(t, "why", "web-0", "-n", ns), 0, "why-overlap.txt", stable)
