@@ -68,7 +68,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 	x := c.live
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	self := x.byUID[pod.UID]
+	self := x.selfOf(pod)
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
 	pdbs, memo := self.memo(pod, pdbBuf[:0])

@@ -41,9 +41,12 @@ import (
 type liveIndex struct {
 	mu   sync.RWMutex
 	pods map[podKey]*livePod
-	// byUID holds the same livePods by the pod's UID, for decisions: a
-	// UID is one string, cheaper to look up than a namespace and a name.
-	byUID  map[types.UID]*livePod
+	// bySrc holds the same livePods by the informer's object they were
+	// counted from (livePod.src), for decisions: hashing a pointer reads
+	// nothing, where hashing a name or a UID reads the pod's strings, which
+	// a decision finds cold. A pod that is not the informer's object (a
+	// copy) is found by name (selfOf).
+	bySrc  map[*v1.Pod]*livePod
 	counts map[budgetKey]*liveCount
 	// coverage holds each namespace's coverage generation (see livePod).
 	coverage map[string]*coverageGen
@@ -92,7 +95,7 @@ type livePod struct {
 }
 
 func newLiveIndex() *liveIndex {
-	return &liveIndex{pods: map[podKey]*livePod{}, byUID: map[types.UID]*livePod{}, counts: map[budgetKey]*liveCount{}, coverage: map[string]*coverageGen{}}
+	return &liveIndex{pods: map[podKey]*livePod{}, bySrc: map[*v1.Pod]*livePod{}, counts: map[budgetKey]*liveCount{}, coverage: map[string]*coverageGen{}}
 }
 
 // coverageOf returns namespace's coverage generation. Caller holds x.mu
@@ -117,6 +120,19 @@ func (x *liveIndex) coverageChanged(namespace string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.coverageOf(namespace).n++
+}
+
+// selfOf returns pod's livePod, nil when the pod is not counted: by the
+// object when pod is the informer's, else by name when the UID is the
+// same. Caller holds x.mu (a read lock is enough).
+func (x *liveIndex) selfOf(pod *v1.Pod) *livePod {
+	if p := x.bySrc[pod]; p != nil {
+		return p
+	}
+	if p := x.pods[podKey{pod.Namespace, pod.Name}]; p != nil && p.uid == pod.UID {
+		return p
+	}
+	return nil
 }
 
 // memo appends to out the PDBs that cover pod, from p, and reports whether
@@ -212,7 +228,7 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 		if old != nil && old.uid == pod.UID {
 			x.apply(old, -1)
 			delete(x.pods, k)
-			delete(x.byUID, old.uid)
+			delete(x.bySrc, old.src)
 		}
 		return
 	}
@@ -223,12 +239,16 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
 	pdbH, pubH := healthyForPDB(pod), healthyForPUB(pod)
 	if old != nil && old.uid == pod.UID && old.pdbHealthy == pdbH && old.pubHealthy == pubH && x.sameBudgets(old.budgets, pdbs, pubs) {
+		if old.src != pod {
+			delete(x.bySrc, old.src)
+			x.bySrc[pod] = old
+		}
 		old.src, old.ns, old.gen = pod, ns, gen
 		return
 	}
 	if old != nil {
 		x.apply(old, -1)
-		delete(x.byUID, old.uid)
+		delete(x.bySrc, old.src)
 	}
 	if len(pdbs)+len(pubs) == 0 {
 		delete(x.pods, k)
@@ -251,7 +271,7 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	}
 	x.apply(p, 1)
 	x.pods[k] = p
-	x.byUID[p.uid] = p
+	x.bySrc[pod] = p
 }
 
 // sameBudgets reports whether refs are the counts of pdbs and pubs, in
@@ -364,7 +384,7 @@ func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveC
 	// eviction that timed out after the API server recorded it) or the
 	// ledger holds it (its own reservation, rechecked before it goes).
 	if self == nil {
-		self = x.byUID[pod.UID]
+		self = x.selfOf(pod)
 	}
 	if self == nil || self.uid != pod.UID || !self.counts(k) {
 		healthy++

@@ -139,12 +139,12 @@ func checkLiveIndex(t *testing.T, h *harness) {
 	x := h.c.live
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if len(x.pods) != len(x.byUID) {
-		t.Errorf("live index: %d pods by name, %d by UID", len(x.pods), len(x.byUID))
+	if len(x.pods) != len(x.bySrc) {
+		t.Errorf("live index: %d pods by name, %d by object", len(x.pods), len(x.bySrc))
 	}
 	for k, p := range x.pods {
-		if x.byUID[p.uid] != p {
-			t.Errorf("live index: pod %v (UID %s) is not found by its UID", k, p.uid)
+		if x.bySrc[p.src] != p {
+			t.Errorf("live index: pod %v (UID %s) is not found by its object", k, p.uid)
 		}
 	}
 }
@@ -238,7 +238,7 @@ func TestDecisionFromTheMemoFollowsCoverage(t *testing.T) {
 	fromMemo := func() bool {
 		h.c.live.mu.RLock()
 		defer h.c.live.mu.RUnlock()
-		_, ok := h.c.live.byUID[a.UID].memo(a, nil)
+		_, ok := h.c.live.selfOf(a).memo(a, nil)
 		return ok
 	}
 	spends := func(d Decision) []string {
