@@ -34,15 +34,25 @@ fi
 raw="$out/desched-${NODES}nodes-${PODS}pods.txt"
 : >"$raw"
 start=$(date +%s)
+failed=""
 for i in $(seq 1 "$COUNT"); do
 	echo "repetition $i of $COUNT" >&2
-	(cd test/perf && flock "$LOCK" ../../_output/perf.test \
+	# flock -o: the lock is not handed down to the binary's children, so a
+	# run that is killed frees it. A failed repetition does not stop the
+	# others; the script fails at the end.
+	if ! (cd test/perf && flock -o "$LOCK" ../../_output/perf.test \
 		-test.run '^$' -test.bench BenchmarkDeschedulingLoop -test.benchtime 1x -test.count 1 -test.timeout 60m \
 		-desched-nodes "$NODES" -desched-pods "$PODS" -desched-budgets "$BUDGETS" 2>/dev/null) |
-		grep -E '^(goos|goarch|pkg|cpu|Benchmark|--- FAIL|FAIL|ok|PASS)|descheduler_test' | tee -a "$raw" >&2
+		grep -E '^(goos|goarch|pkg|cpu|Benchmark|--- FAIL|FAIL|ok|PASS)|descheduler_test' | tee -a "$raw" >&2; then
+		failed="$failed $i"
+	fi
 done
 echo "wall time: $(($(date +%s) - start)) s for $COUNT repetitions" >&2
 
 summary="$out/desched-${NODES}nodes-${PODS}pods.benchstat.txt"
 "$GO" tool -modfile=hack/tools/go.mod benchstat -col /evictor "$raw" | tee "$summary"
 echo "raw: $raw; summary: $summary" >&2
+if [ -n "$failed" ]; then
+	echo "FAIL: repetition(s)$failed failed; the messages are in $raw" >&2
+	exit 1
+fi

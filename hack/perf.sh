@@ -48,13 +48,20 @@ pods_per_second() {
 raw="$out/perf-${PERF_NODES}nodes.txt"
 : >"$raw"
 start=$(date +%s)
+failed=""
 for i in $(seq 1 "$PERF_COUNT"); do
 	echo "repetition $i of $PERF_COUNT" >&2
 	# The binary runs in test/perf: scheduler_perf's paths are relative to it.
-	(cd test/perf && flock "$LOCK" ../../_output/perf.test \
+	# flock -o: the lock is not handed down to the binary's children (the
+	# etcd scheduler_perf starts), so a run that is killed frees it.
+	# A repetition in which a workload fails still reports the others; the
+	# failure's message is in $raw, and the script fails at the end.
+	if ! (cd test/perf && flock -o "$LOCK" ../../_output/perf.test \
 		-test.run '^$' -test.bench "$PERF_BENCH" -test.benchtime 1x -test.count 1 -test.timeout 60m \
 		-perf-scheduling-label-filter "budgetguard,nodes-${PERF_NODES}" -perf-nodes "$PERF_NODES" \
-		-data-items-dir "../../$out/data") | pods_per_second | tee -a "$raw" | grep -E '^(Benchmark|--- FAIL|FAIL|ok|PASS)' >&2
+		-data-items-dir "../../$out/data") | pods_per_second | tee -a "$raw" | grep -E '^(Benchmark|--- FAIL|FAIL|ok|PASS)' >&2; then
+		failed="$failed $i"
+	fi
 done
 echo "wall time: $(($(date +%s) - start)) s for $PERF_COUNT repetitions" >&2
 
@@ -64,3 +71,7 @@ summary="$out/perf-${PERF_NODES}nodes.benchstat.txt"
 "$GO" tool -modfile=hack/tools/go.mod benchstat -col /plugin \
 	-filter '.unit:/^(pods\/s|SchedulingThroughput\/Average|scheduler_framework_extension_point_duration_ms\/Perc(50|99)|victims|overbudget-victims|heap-MiB)$/' "$raw"
 echo "raw: $raw; every figure: $summary" >&2
+if [ -n "$failed" ]; then
+	echo "FAIL: a workload failed in repetition(s)$failed; the messages are in $raw" >&2
+	exit 1
+fi
