@@ -15,7 +15,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -42,13 +41,17 @@ type Options struct {
 	// starts it, as it starts the core factory.
 	KruiseInformers kruiseinformers.SharedInformerFactory
 	// Discovery, when set, is asked whether policy.kruise.io/v1alpha1
-	// podunavailablebudgets is served; when it is not, PUB support turns
-	// off with one log line. Without Discovery, KruiseInformers is trusted.
+	// podunavailablebudgets is served; when it is not (a 404, or a
+	// successful answer without the resource), PUB support is off, with
+	// one log line. Any other answer (an error) leaves the Cache unsynced
+	// until discovery answers: a fault never turns protection off.
+	// Without Discovery, KruiseInformers is trusted.
 	Discovery discovery.DiscoveryInterface
 	// PUBDiscoveryInterval is how often the Cache asks Discovery again
-	// while PodUnavailableBudgets are not served (or discovery fails); when
-	// they become served, PUB support turns on without a restart. Zero
-	// means DefaultPUBDiscoveryInterval.
+	// while PodUnavailableBudgets are not served; when they become served,
+	// PUB support turns on without a restart. While discovery fails, the
+	// Cache is not synced and asks again sooner (from 500 ms, doubling up
+	// to this interval). Zero means DefaultPUBDiscoveryInterval.
 	PUBDiscoveryInterval time.Duration
 	// WorkloadInformers, when set, feeds the ReplicaSets, Deployments and
 	// StatefulSets that resolve PUB targetRefs, in place of the core
@@ -73,9 +76,14 @@ type Cache struct {
 	syncMu       sync.Mutex
 	synced       []toolscache.InformerSynced
 
-	mu         sync.RWMutex
-	pdbs       *selectorIndex[*pdbEntry]
-	pubEnabled bool
+	mu   sync.RWMutex
+	pdbs *selectorIndex[*pdbEntry]
+	// pubs is whether PodUnavailableBudgets are taken into account
+	// (pubapi.go): unknown until discovery answers, then off or on.
+	// Written under mu; read without it by HasSynced.
+	pubs atomic.Int32
+	// pubFault is the last discovery error while pubs is unknown.
+	pubFault error
 	// onPUBs are called once PUB support turns on (see OnPUBSupport).
 	onPUBs         []func()
 	pubsBySelector *selectorIndex[*kruisepolicy.PodUnavailableBudget]
@@ -152,6 +160,7 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 	}
 
 	if opts.KruiseInformers == nil {
+		c.pubs.Store(pubOff)
 		c.logger.V(2).Info("PodUnavailableBudget support is off: no Kruise informer factory given")
 	}
 	for i, x := range handlers {
@@ -186,131 +195,6 @@ func informersOf(factory informers.SharedInformerFactory, opts Options) (pods, p
 	// Listers register their informers too.
 	_, _, _ = rs.Informer(), deploy.Informer(), sts.Informer()
 	return factory.Core().V1().Pods().Informer(), factory.Policy().V1().PodDisruptionBudgets().Informer(), rs, deploy, sts
-}
-
-// followPUBAPI turns PUB support on now if discovery says the API is
-// served; otherwise it logs why it is off and asks again every
-// PUBDiscoveryInterval until ctx ends, and turns it on, starting the Kruise
-// informer itself, once the API is served: OpenKruise installed after
-// budgetguard, or a discovery error that passed, needs no restart.
-func (c *Cache) followPUBAPI(ctx context.Context, opts Options) {
-	served, err := pubServed(opts.Discovery)
-	if err == nil && served {
-		c.enablePUBs(ctx, opts.KruiseInformers, false)
-		return
-	}
-	interval := opts.PUBDiscoveryInterval
-	if interval <= 0 {
-		interval = DefaultPUBDiscoveryInterval
-	}
-	if err != nil {
-		c.logger.Info("PodUnavailableBudget support is off for now: cannot tell whether the API is served; asking again", "groupVersion", PUBGroupVersion, "interval", interval, "err", err)
-	} else {
-		c.logger.Info("PodUnavailableBudget support is off: the API is not served; asking again", "groupVersion", PUBGroupVersion, "interval", interval)
-	}
-	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if c.PUBEnabled() {
-			return
-		}
-		served, err := pubServed(opts.Discovery)
-		switch {
-		case err != nil:
-			c.logger.V(2).Info("Cannot tell whether PodUnavailableBudgets are served", "groupVersion", PUBGroupVersion, "err", err)
-		case served:
-			c.enablePUBs(ctx, opts.KruiseInformers, true)
-		}
-	}, interval)
-}
-
-// enablePUBs registers the Cache's PUB handler and turns PUB support on.
-// Until the PUB informer has delivered its initial list, HasSynced is false,
-// so the plugins refuse rather than decide without the PUBs. start starts
-// the Kruise informer (the caller started the factory before the PUB
-// informer existed).
-func (c *Cache) enablePUBs(ctx context.Context, kf kruiseinformers.SharedInformerFactory, start bool) {
-	reg, err := kf.Policy().V1alpha1().PodUnavailableBudgets().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onPUB(obj, false) },
-		UpdateFunc: func(_, obj any) { c.onPUB(obj, false) },
-		DeleteFunc: func(obj any) { c.onPUB(obj, true) },
-	})
-	if err != nil {
-		c.logger.Error(err, "PodUnavailableBudget support stays off: cannot watch PodUnavailableBudgets")
-		return
-	}
-	c.syncMu.Lock()
-	c.synced = append(c.synced, reg.HasSynced)
-	c.syncMu.Unlock()
-	c.mu.Lock()
-	c.pubEnabled = true
-	hooks := c.onPUBs
-	c.onPUBs = nil
-	c.mu.Unlock()
-	for _, fn := range hooks {
-		fn()
-	}
-	if start {
-		kf.Start(ctx.Done())
-	}
-	c.logger.Info("PodUnavailableBudget support is on", "groupVersion", PUBGroupVersion)
-}
-
-func pubServed(d discovery.DiscoveryInterface) (bool, error) {
-	if d == nil {
-		return true, nil
-	}
-	list, err := d.ServerResourcesForGroupVersion(PUBGroupVersion)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "podunavailablebudgets" {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// HasSynced reports whether every informer the Cache uses has synced and
-// delivered its initial events to the Cache.
-func (c *Cache) HasSynced() bool {
-	c.syncMu.Lock()
-	synced := c.synced
-	c.syncMu.Unlock()
-	for _, s := range synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
-}
-
-// WaitForCacheSync blocks until HasSynced or ctx ends.
-func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
-	return toolscache.WaitForCacheSync(ctx.Done(), c.HasSynced)
-}
-
-// OnPUBSupport calls fn once PUB support is on: at once if it is, or when
-// it turns on (the API became served). A caller that watches the PUB
-// informer itself registers its handler in fn, so it follows the cache.
-func (c *Cache) OnPUBSupport(fn func()) {
-	c.mu.Lock()
-	if !c.pubEnabled {
-		c.onPUBs = append(c.onPUBs, fn)
-		c.mu.Unlock()
-		return
-	}
-	c.mu.Unlock()
-	fn()
-}
-
-// PUBEnabled reports whether PodUnavailableBudgets are taken into account.
-func (c *Cache) PUBEnabled() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.pubEnabled
 }
 
 // Run sweeps expired reservations every interval until ctx ends (decisions

@@ -32,6 +32,9 @@ var (
 	pubSupportDesc = metrics.NewDesc(metrics.BuildFQName(MetricsNamespace, metricsSubsystem, "pub_support_enabled"),
 		"1 when budgetguard takes OpenKruise PodUnavailableBudgets into account, 0 while their API is not served (it is asked again until it is).",
 		[]string{"component"}, nil, metrics.ALPHA, "")
+	notSyncedDesc = metrics.NewDesc(metrics.BuildFQName(MetricsNamespace, metricsSubsystem, "not_synced"),
+		"1 while the budget cache is not synced, by reason (DiscoveryFailed: discovery has not said whether PodUnavailableBudgets are served; InformersNotSynced); both plugins refuse every disruption meanwhile.",
+		[]string{"component", "reason"}, nil, metrics.ALPHA, "")
 )
 
 // cacheCollector reports the gauges of the caches registered with it, read
@@ -77,6 +80,7 @@ func (cc *cacheCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- ledgerReservationsDesc
 	ch <- budgetsDesc
 	ch <- pubSupportDesc
+	ch <- notSyncedDesc
 }
 
 // CollectWithStability implements metrics.StableCollector.
@@ -88,8 +92,13 @@ func (cc *cacheCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	reservations := map[string]int{}
 	budgets := map[kindKey]int{}
 	pubs := map[string]float64{}
+	type reasonKey struct{ component, reason string }
+	notSynced := map[reasonKey]bool{}
 	cc.mu.Lock()
 	for c, component := range cc.caches {
+		if reason, _ := c.NotSynced(); reason != "" {
+			notSynced[reasonKey{component, reason}] = true
+		}
 		reservations[component] += c.InFlight()
 		if c.PUBEnabled() {
 			pubs[component] = 1
@@ -107,6 +116,13 @@ func (cc *cacheCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	for _, component := range components {
 		ch <- metrics.NewLazyConstMetric(ledgerReservationsDesc, metrics.GaugeValue, float64(reservations[component]), component)
 		ch <- metrics.NewLazyConstMetric(pubSupportDesc, metrics.GaugeValue, pubs[component], component)
+		for _, reason := range []string{NotSyncedDiscovery, NotSyncedInformers} {
+			v := 0.0
+			if notSynced[reasonKey{component, reason}] {
+				v = 1
+			}
+			ch <- metrics.NewLazyConstMetric(notSyncedDesc, metrics.GaugeValue, v, component, reason)
+		}
 		for _, kind := range []BudgetKind{KindPDB, KindPUB} {
 			ch <- metrics.NewLazyConstMetric(budgetsDesc, metrics.GaugeValue, float64(budgets[kindKey{component, kind}]), component, string(kind))
 		}

@@ -41,7 +41,7 @@ func ownerTarget(namespace string, ref *metav1.OwnerReference) (targetKey, bool)
 // names the pod's controller or, for a ReplicaSet, the ReplicaSet's
 // controller (a Deployment). Caller holds c.mu for reading.
 func (c *Cache) pubsForLocked(pod *v1.Pod, out []*kruisepolicy.PodUnavailableBudget) []*kruisepolicy.PodUnavailableBudget {
-	if !c.pubEnabled {
+	if c.pubs.Load() != pubOn {
 		return out
 	}
 	start := len(out)

@@ -40,11 +40,15 @@ func (d *switchableDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1
 	return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}, nil
 }
 
-// TestPUBSupportFollowsTheAPI: a discovery error, then an API that is not
-// served, leave PUB support off, and the cache asks again; once the API is
-// served (OpenKruise installed after budgetguard), PUB support turns on
-// without a restart, the PUB's pods are decided under it, and the gauge says
-// so. Before, the answer at start-up was final until a restart.
+// TestPUBSupportFollowsTheAPI: while discovery fails (an API server that is
+// starting, an aggregated API that is down), the cache is not synced and
+// says why, so both plugins refuse; it asks again until discovery answers.
+// Only "not served" turns PUB support off, and the cache is then synced;
+// once the API is served (OpenKruise installed after budgetguard), PUB
+// support turns on without a restart, the PUB's pods are decided under it,
+// and the gauge says so. Before, a discovery error at start-up turned PUB
+// support off while the cache reported itself synced: every PUB-protected
+// pod could go.
 func TestPUBSupportFollowsTheAPI(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())), 30*time.Second)
@@ -64,8 +68,8 @@ func TestPUBSupportFollowsTheAPI(t *testing.T) {
 	c.OnPUBSupport(func() { hooked.Add(1) })
 	factory.Start(ctx.Done())
 	kf.Start(ctx.Done())
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
+	if !toolscacheWait(ctx, func() bool { return factory.Core().V1().Pods().Informer().HasSynced() }) {
+		t.Fatal("pod informer did not sync")
 	}
 	gauge := func(v string) error {
 		cc := newCacheCollector() // a collector registers once
@@ -75,13 +79,55 @@ func TestPUBSupportFollowsTheAPI(t *testing.T) {
 # TYPE budgetguard_cache_pub_support_enabled gauge
 budgetguard_cache_pub_support_enabled{component="test"} `+v+"\n"), "budgetguard_cache_pub_support_enabled")
 	}
-	for _, state := range []int32{0, 1} {
-		disc.state.Store(state)
-		time.Sleep(100 * time.Millisecond) // several rounds of asking
-		if c.PUBEnabled() {
-			t.Fatalf("PUB support on while discovery answers state %d", state)
-		}
-		mustAllow(t, c.Decide(webPod("a").Obj(), OperationEvict))
+
+	// Discovery fails: not synced, and the reason names the fault, for
+	// as long as it fails (several rounds of asking).
+	time.Sleep(100 * time.Millisecond)
+	if c.HasSynced() || c.PUBEnabled() {
+		t.Fatalf("while discovery fails: synced %v, PUB support %v; want neither", c.HasSynced(), c.PUBEnabled())
+	}
+	reason, msg := c.NotSynced()
+	if reason != NotSyncedDiscovery || !strings.Contains(msg, "discovery of policy.kruise.io/v1alpha1 failed") || !strings.Contains(msg, "unable to handle the request") {
+		t.Errorf("NotSynced while discovery fails = %q, %q; want %s naming the discovery error", reason, msg, NotSyncedDiscovery)
+	}
+	if err := gauge("0"); err != nil {
+		t.Error(err)
+	}
+	notSynced := func(discovery string) error {
+		cc := newCacheCollector()
+		cc.add(ctx, c, "test")
+		return testutil.CustomCollectAndCompare(cc, strings.NewReader(`
+# HELP budgetguard_cache_not_synced [ALPHA] 1 while the budget cache is not synced, by reason (DiscoveryFailed: discovery has not said whether PodUnavailableBudgets are served; InformersNotSynced); both plugins refuse every disruption meanwhile.
+# TYPE budgetguard_cache_not_synced gauge
+budgetguard_cache_not_synced{component="test",reason="DiscoveryFailed"} `+discovery+`
+budgetguard_cache_not_synced{component="test",reason="InformersNotSynced"} 0
+`), "budgetguard_cache_not_synced")
+	}
+	if err := notSynced("1"); err != nil {
+		t.Error(err)
+	}
+
+	// Not served: PUB support off, and the cache synced.
+	disc.state.Store(1)
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync once discovery said PUBs are not served")
+	}
+	if c.PUBEnabled() {
+		t.Fatal("PUB support on while the API is not served")
+	}
+	if reason, msg := c.NotSynced(); reason != "" {
+		t.Errorf("NotSynced of a synced cache = %q, %q; want empty", reason, msg)
+	}
+	mustAllow(t, c.Decide(webPod("a").Obj(), OperationEvict))
+	if err := notSynced("0"); err != nil {
+		t.Error(err)
+	}
+	// A discovery error now does not turn anything back: the API was not
+	// served last we knew.
+	disc.state.Store(0)
+	time.Sleep(100 * time.Millisecond)
+	if !c.HasSynced() || c.PUBEnabled() {
+		t.Fatalf("after not served, then an error: synced %v, PUB support %v; want synced, off", c.HasSynced(), c.PUBEnabled())
 	}
 	if err := gauge("0"); err != nil {
 		t.Error(err)
@@ -97,12 +143,6 @@ budgetguard_cache_pub_support_enabled{component="test"} `+v+"\n"), "budgetguard_
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	for c.Decide(webPod("a").Obj(), OperationEvict).Allowed {
-		if ctx.Err() != nil {
-			t.Fatal("the exhausted PUB never reached the decisions")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	mustDeny(t, c.Decide(webPod("a").Obj(), OperationEvict), ReasonInsufficientBudget)
 	if err := gauge("1"); err != nil {
 		t.Error(err)
@@ -114,4 +154,46 @@ budgetguard_cache_pub_support_enabled{component="test"} `+v+"\n"), "budgetguard_
 	if n := hooked.Load(); n != 2 {
 		t.Errorf("a hook registered while PUB support is on was not called at once (calls: %d, want 2)", n)
 	}
+}
+
+// TestPUBDiscoveryErrorThenServed: a cache started while discovery fails
+// (an API server that is starting) refuses, then syncs with PUB support on
+// as soon as discovery answers that PUBs are served, and decides under the
+// PUB from its first synced decision.
+func TestPUBDiscoveryErrorThenServed(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())), 30*time.Second)
+	defer cancel()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	kf := kruiseinformers.NewSharedInformerFactory(kruisefake.NewSimpleClientset(pub("web", exhausted).MatchLabels("app", "web").Obj()), 0)
+	disc := &switchableDiscovery{}
+	c, err := New(ctx, factory, Options{KruiseInformers: kf, Discovery: disc, PUBDiscoveryInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	kf.Start(ctx.Done())
+	time.Sleep(50 * time.Millisecond)
+	if c.HasSynced() {
+		t.Fatal("synced while discovery fails")
+	}
+	// The retry after an error does not wait for the (hour-long) interval.
+	disc.state.Store(2)
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync once discovery answered")
+	}
+	if !c.PUBEnabled() {
+		t.Fatal("PUB support off although the API is served")
+	}
+	mustDeny(t, c.Decide(webPod("a").Obj(), OperationEvict), ReasonInsufficientBudget)
+}
+
+func toolscacheWait(ctx context.Context, fn func() bool) bool {
+	for !fn() {
+		if ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
