@@ -45,6 +45,9 @@ func (w *PodWrapper) Namespace(s string) *PodWrapper { w.ObjectMeta.Namespace = 
 // UID sets the UID.
 func (w *PodWrapper) UID(s string) *PodWrapper { w.ObjectMeta.UID = types.UID(s); return w }
 
+// ResourceVersion sets metadata.resourceVersion.
+func (w *PodWrapper) ResourceVersion(s string) *PodWrapper { w.ObjectMeta.ResourceVersion = s; return w }
+
 // Label adds a label.
 func (w *PodWrapper) Label(k, v string) *PodWrapper {
 	w.ObjectMeta.Labels = with(w.ObjectMeta.Labels, k, v)

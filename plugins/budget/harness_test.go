@@ -59,7 +59,22 @@ func (h *harness) pdb(p *policyv1.PodDisruptionBudget) { h.c.onPDB(p, false) }
 func (h *harness) pub(p *kruisepolicy.PodUnavailableBudget) {
 	h.c.onPUB(p, false)
 }
-func (h *harness) podEvent(p *v1.Pod, deleted bool) { h.c.onPod(p, deleted) }
+// podEvent delivers a pod event as an informer does: its store first, then
+// the handler.
+func (h *harness) podEvent(p *v1.Pod, deleted bool) {
+	h.t.Helper()
+	store := h.factory.Core().V1().Pods().Informer().GetStore()
+	var err error
+	if deleted {
+		err = store.Delete(p)
+	} else {
+		err = store.Update(p)
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.c.onPod(p, deleted)
+}
 
 // livePods hands pods to the Cache as its pod informer's initial list and
 // marks that list delivered, so that decisions check the live count too.
@@ -68,9 +83,6 @@ func (h *harness) podEvent(p *v1.Pod, deleted bool) { h.c.onPod(p, deleted) }
 func (h *harness) livePods(pods ...*v1.Pod) {
 	h.t.Helper()
 	for _, p := range pods {
-		if err := h.factory.Core().V1().Pods().Informer().GetStore().Add(p); err != nil {
-			h.t.Fatal(err)
-		}
 		h.podEvent(p, false)
 	}
 	h.c.liveOn.Store(true)

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -54,8 +55,14 @@ type liveIndex struct {
 
 // coverageGen counts the changes in which pods a namespace's budgets cover:
 // a budget added, deleted or with a new selector or targetRef, a workload
-// a targetRef resolves through. Guarded by liveIndex.mu.
-type coverageGen struct{ n uint64 }
+// a targetRef resolves through. It also holds the namespace's counted pods:
+// a namespace's entry lasts while it has any (a pod's memo points to it),
+// and goes with its last pod, so the index holds no entry for a namespace
+// it has no pod of. Guarded by liveIndex.mu.
+type coverageGen struct {
+	n    uint64
+	pods map[*livePod]struct{}
+}
 
 // liveCount is one budget's count of healthy pods, guarded by liveIndex.mu.
 // A budget keeps its liveCount from when it is first seen until it is
@@ -92,16 +99,24 @@ type livePod struct {
 	uid        types.UID
 	pdbHealthy bool
 	pubHealthy bool
+	// rv is the resourceVersion of src (0 when it is not a number): an
+	// older object of the same pod never replaces it (see podChangedLocked).
+	rv uint64
 }
 
 func newLiveIndex() *liveIndex {
 	return &liveIndex{pods: map[podKey]*livePod{}, bySrc: map[*v1.Pod]*livePod{}, counts: map[budgetKey]*liveCount{}, coverage: map[string]*coverageGen{}}
 }
 
-// coverageOf returns namespace's coverage generation. Caller holds x.mu
-// for writing.
+// coverageOf returns namespace's coverage generation, made when namespace
+// has none. Caller holds x.mu for writing.
 func (x *liveIndex) coverageOf(namespace string) *coverageGen {
-	return getOrMake(x.coverage, namespace)
+	g := x.coverage[namespace]
+	if g == nil {
+		g = &coverageGen{pods: map[*livePod]struct{}{}}
+		x.coverage[namespace] = g
+	}
+	return g
 }
 
 // getOrMake returns m[k], made (zero) when absent.
@@ -115,11 +130,14 @@ func getOrMake[K comparable, V any](m map[K]*V, k K) *V {
 }
 
 // coverageChanged ends every memo of namespace's pods. Callers change the
-// index first, then call it, then count the namespace again.
+// index first, then call it, then count the namespace again. A namespace
+// with no counted pod has no memo to end.
 func (x *liveIndex) coverageChanged(namespace string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.coverageOf(namespace).n++
+	if g := x.coverage[namespace]; g != nil {
+		g.n++
+	}
 }
 
 // selfOf returns pod's livePod, nil when the pod is not counted: by the
@@ -210,7 +228,8 @@ func (x *liveIndex) apply(p *livePod, sign int32) {
 	}
 }
 
-// podChanged counts pod as it is now (or forgets it when deleted).
+// podChanged counts pod as it is now (or forgets it when deleted), as an
+// informer event delivered it.
 func (c *Cache) podChanged(pod *v1.Pod, deleted bool) {
 	x := c.live
 	x.mu.Lock()
@@ -219,21 +238,29 @@ func (c *Cache) podChanged(pod *v1.Pod, deleted bool) {
 }
 
 // podChangedLocked is podChanged; the caller holds c.live.mu. A pod whose
-// budgets and health did not change costs no allocation.
+// budgets and health did not change costs no allocation. An object older
+// (by resourceVersion) than the one the pod was counted from changes
+// nothing: recount may have counted a newer object than an event that the
+// informer has yet to deliver.
 func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	x := c.live
 	k := podKey{pod.Namespace, pod.Name}
 	old := x.pods[k]
+	if old != nil && old.uid != pod.UID {
+		if deleted {
+			return
+		}
+	}
 	if deleted {
-		if old != nil && old.uid == pod.UID {
-			x.apply(old, -1)
-			delete(x.pods, k)
-			delete(x.bySrc, old.src)
+		if old != nil {
+			x.remove(k, old)
 		}
 		return
 	}
-	ns := x.coverageOf(pod.Namespace)
-	gen := ns.n // no change can come in between: coverageChanged waits for x.mu
+	rv := resourceVersion(pod)
+	if old != nil && old.uid == pod.UID && rv != 0 && rv < old.rv {
+		return
+	}
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
 	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
@@ -243,24 +270,28 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 			delete(x.bySrc, old.src)
 			x.bySrc[pod] = old
 		}
-		old.src, old.ns, old.gen = pod, ns, gen
+		old.src, old.gen, old.rv = pod, old.ns.n, rv
 		return
 	}
-	if old != nil {
-		x.apply(old, -1)
-		delete(x.bySrc, old.src)
-	}
 	if len(pdbs)+len(pubs) == 0 {
-		delete(x.pods, k)
+		if old != nil {
+			x.remove(k, old)
+		}
 		return
 	}
 	p := old
-	if p == nil {
-		p = &livePod{}
+	if p != nil {
+		x.apply(p, -1)
+		delete(x.bySrc, p.src)
+	} else {
+		p = &livePod{ns: x.coverageOf(pod.Namespace)}
 		p.budgets = p.inline[:0]
+		p.ns.pods[p] = struct{}{}
 	}
-	p.uid, p.pdbHealthy, p.pubHealthy = pod.UID, pdbH, pubH
-	p.src, p.ns, p.gen = pod, ns, gen
+	// No coverage change can come in between: coverageChanged waits for
+	// x.mu.
+	p.uid, p.pdbHealthy, p.pubHealthy, p.rv = pod.UID, pdbH, pubH, rv
+	p.src, p.gen = pod, p.ns.n
 	p.budgets = p.budgets[:0]
 	for _, e := range pdbs {
 		p.budgets = append(p.budgets, liveRef{key: e.key, lc: e.live, pdb: e})
@@ -272,6 +303,29 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	x.apply(p, 1)
 	x.pods[k] = p
 	x.bySrc[pod] = p
+}
+
+// remove forgets p, pod k's entry: its contribution, its filings, and its
+// namespace's entry when it was the namespace's last pod. Caller holds
+// x.mu.
+func (x *liveIndex) remove(k podKey, p *livePod) {
+	x.apply(p, -1)
+	delete(x.pods, k)
+	delete(x.bySrc, p.src)
+	delete(p.ns.pods, p)
+	if len(p.ns.pods) == 0 && x.coverage[k.namespace] == p.ns {
+		delete(x.coverage, k.namespace)
+	}
+}
+
+// resourceVersion is pod's resourceVersion as a number, 0 when it is not
+// one (the API server's are etcd revisions; a fake's may be empty).
+func resourceVersion(pod *v1.Pod) uint64 {
+	n, err := strconv.ParseUint(pod.ResourceVersion, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // sameBudgets reports whether refs are the counts of pdbs and pubs, in
@@ -294,11 +348,25 @@ func (x *liveIndex) sameBudgets(refs []liveRef, pdbs []*pdbEntry, pubs []*kruise
 }
 
 // recount counts every pod of namespace again as the pod lister has it
-// (every namespace when namespace is ""), after a budget's coverage changed.
+// (every namespace when namespace is ""), after a budget's coverage changed,
+// and forgets the pods the lister no longer has.
+//
+// It lists under the lock the event handlers take. The informer writes its
+// store before it calls the handlers, so an event handled before the lock
+// was taken delivered an object the list has too, or an older one; a
+// listed pod is never one deleted before it, and a pod the list lacks was
+// deleted (its event may be still to come). An event still to come may
+// deliver an object older than the listed one: podChangedLocked keeps the
+// newer. Listing outside the lock let an event handled in between be
+// overwritten by the older listed object: a pod that had just turned not
+// Ready counted healthy again, a pod deleted in between counted for ever.
 func (c *Cache) recount(namespace string) {
 	if c.podLister == nil {
 		return
 	}
+	x := c.live
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	var pods []*v1.Pod
 	var err error
 	if namespace == "" {
@@ -310,11 +378,30 @@ func (c *Cache) recount(namespace string) {
 		c.logger.Error(err, "Cannot list pods to count budgets' healthy pods", "namespace", namespace)
 		return
 	}
-	x := c.live
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	for _, pod := range pods {
 		c.podChangedLocked(pod, false)
+	}
+	// Prune what the list lacks. A pod counted now is in the list, so
+	// only pods counted before are looked up.
+	listed := make(map[podKey]types.UID, len(pods))
+	for _, pod := range pods {
+		listed[podKey{pod.Namespace, pod.Name}] = pod.UID
+	}
+	prune := func(k podKey, p *livePod) {
+		if uid, ok := listed[k]; !ok || uid != p.uid {
+			x.remove(k, p)
+		}
+	}
+	if namespace != "" {
+		if g := x.coverage[namespace]; g != nil {
+			for p := range g.pods {
+				prune(podKey{namespace, p.src.Name}, p)
+			}
+		}
+		return
+	}
+	for k, p := range x.pods {
+		prune(k, p)
 	}
 }
 

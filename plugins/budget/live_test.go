@@ -1,11 +1,16 @@
 package budget
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
@@ -270,8 +275,13 @@ func TestDecisionFromTheMemoFollowsCoverage(t *testing.T) {
 	if got := spends(h.c.Decide(a, OperationEvict)); !reflect.DeepEqual(got, []string{"pdb " + ns + "/web2"}) {
 		t.Fatalf("after web's selector moved away: spends %v, want pdb web2", got)
 	}
-	if fromMemo() {
-		t.Error("a's memo outlived web's new selector")
+	// The namespace was counted again (a is in the informer's store), so
+	// a may have a new memo; it must name web2 alone.
+	h.c.live.mu.RLock()
+	memo, ok := h.c.live.selfOf(a).memo(a, nil)
+	h.c.live.mu.RUnlock()
+	if ok && (len(memo) != 1 || memo[0].key.name != "web2") {
+		t.Errorf("a's memo outlived web's new selector: %d PDBs, want web2 alone", len(memo))
 	}
 	h.podEvent(a, false)
 	if !fromMemo() {
@@ -308,6 +318,195 @@ func TestDecisionFromTheMemoFollowsCoverage(t *testing.T) {
 	}
 	if got := spends(h.c.Decide(a, OperationEvict)); len(got) == 0 {
 		t.Errorf("the old object of a, labelled app=web, spends nothing: its labels are not the new object's")
+	}
+	checkLiveIndex(t, h)
+}
+
+// checkCoverage fails t unless the live index holds a coverage entry for
+// exactly the namespaces it counts pods of, each holding those pods.
+func checkCoverage(t *testing.T, h *harness) {
+	t.Helper()
+	x := h.c.live
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	perNS := map[string]int{}
+	for k, p := range x.pods {
+		perNS[k.namespace]++
+		if g := x.coverage[k.namespace]; g == nil || p.ns != g {
+			t.Errorf("live index: pod %v is not filed under its namespace's coverage entry", k)
+		} else if _, ok := g.pods[p]; !ok {
+			t.Errorf("live index: pod %v is missing from its namespace's pods", k)
+		}
+	}
+	for namespace, g := range x.coverage {
+		if len(g.pods) != perNS[namespace] || len(g.pods) == 0 {
+			t.Errorf("live index: namespace %s's coverage entry holds %d pods, the index %d", namespace, len(g.pods), perNS[namespace])
+		}
+	}
+}
+
+// listingHook is a pod lister that runs hook after it has taken its list
+// and before it returns it: what an informer event does that lands between
+// a list and the live index's lock.
+type listingHook struct {
+	corelisters.PodLister
+	hook func()
+}
+
+func (l listingHook) List(sel labels.Selector) ([]*v1.Pod, error) {
+	pods, err := l.PodLister.List(sel)
+	l.hook()
+	return pods, err
+}
+
+func (l listingHook) Pods(namespace string) corelisters.PodNamespaceLister {
+	return listingHookNS{l.PodLister.Pods(namespace), l.hook}
+}
+
+type listingHookNS struct {
+	corelisters.PodNamespaceLister
+	hook func()
+}
+
+func (l listingHookNS) List(sel labels.Selector) ([]*v1.Pod, error) {
+	pods, err := l.PodNamespaceLister.List(sel)
+	l.hook()
+	return pods, err
+}
+
+// eventDuringList makes h's next recount run event (an informer event:
+// store, then handler) on another goroutine after it has listed, and wait
+// for the event for up to a moment: a recount that lists outside the live
+// index's lock lets the event complete before it counts what it listed; one
+// that lists under the lock holds the event back until it is done.
+func eventDuringList(h *harness, event func()) (done <-chan struct{}) {
+	ch := make(chan struct{})
+	var once sync.Once
+	h.c.podLister = listingHook{PodLister: corelisters.NewPodLister(h.factory.Core().V1().Pods().Informer().GetIndexer()), hook: func() {
+		once.Do(func() {
+			go func() { event(); close(ch) }()
+			select {
+			case <-ch:
+			case <-time.After(200 * time.Millisecond):
+			}
+		})
+	}}
+	return ch
+}
+
+// TestRecountKeepsEventsHandledDuringItsList: a pod event handled between
+// recount's list and its lock is never overwritten by the older listed
+// object. Under the old recount (list, then lock) the pod that had just
+// turned not Ready counted healthy again (rule 7 defeated until its next
+// event), and a pod deleted in between was counted again for ever.
+func TestRecountKeepsEventsHandledDuringItsList(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		event func(h *harness)
+		want  int32
+	}{
+		{"turned not Ready", func(h *harness) { h.podEvent(webPod("a").ResourceVersion("12").Ready(false).Obj(), false) }, 2},
+		{"deleted", func(h *harness) { h.podEvent(webPod("a").ResourceVersion("10").Obj(), true) }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.add(webPDB("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).Obj())
+			h.livePods(webPod("a").ResourceVersion("10").Obj(), webPod("b").ResourceVersion("10").Obj(), webPod("c").ResourceVersion("10").Obj())
+			done := eventDuringList(h, func() { tc.event(h) })
+			h.c.recount(ns)
+			<-done
+			if n := h.c.LiveHealthy(KindPDB, ns, "web"); n != tc.want {
+				t.Errorf("after a recount with a pod that %s during its list: %d healthy, want %d", tc.name, n, tc.want)
+			}
+			checkLiveIndex(t, h)
+			checkCoverage(t, h)
+			if tc.name == "deleted" {
+				h.c.live.mu.RLock()
+				_, kept := h.c.live.pods[podKey{ns, "a"}]
+				h.c.live.mu.RUnlock()
+				if kept {
+					t.Error("the deleted pod is still in the live index")
+				}
+			}
+		})
+	}
+}
+
+// TestOlderEventThanTheRecountChangesNothing: recount counted a pod from
+// the informer's store (resourceVersion 12, not Ready) before the informer
+// delivered the event of an older version (11, Ready) to the Cache; that
+// event must not make the pod healthy again.
+func TestOlderEventThanTheRecountChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.add(webPDB("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).Obj())
+	h.livePods(webPod("a").ResourceVersion("10").Obj(), webPod("b").ResourceVersion("10").Obj())
+	store := h.factory.Core().V1().Pods().Informer().GetStore()
+	if err := store.Update(webPod("a").ResourceVersion("12").Ready(false).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	h.c.recount(ns)
+	if n := h.c.LiveHealthy(KindPDB, ns, "web"); n != 1 {
+		t.Fatalf("after the recount: %d healthy, want 1", n)
+	}
+	h.c.onPod(webPod("a").ResourceVersion("11").Obj(), false) // delivered late
+	if n := h.c.LiveHealthy(KindPDB, ns, "web"); n != 1 {
+		t.Errorf("after an older event than the recount's object: %d healthy, want 1", n)
+	}
+	h.c.onPod(webPod("a").ResourceVersion("13").Obj(), false)
+	if n := h.c.LiveHealthy(KindPDB, ns, "web"); n != 2 {
+		t.Errorf("after a newer event: %d healthy, want 2", n)
+	}
+	checkLiveIndex(t, h)
+}
+
+// TestRecountPrunesPodsTheListLacks: a pod the informer's store no longer
+// has (its delete event not handled yet, or lost) is forgotten by the next
+// recount; its later delete event changes nothing.
+func TestRecountPrunesPodsTheListLacks(t *testing.T) {
+	h := newHarness(t)
+	h.add(webPDB("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).Obj())
+	h.livePods(webPod("a").Obj(), webPod("b").Obj())
+	if err := h.factory.Core().V1().Pods().Informer().GetStore().Delete(webPod("a").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	for _, namespace := range []string{ns, ""} {
+		h.c.recount(namespace)
+		if n := h.c.LiveHealthy(KindPDB, ns, "web"); n != 1 {
+			t.Errorf("after recount(%q): %d healthy, want 1", namespace, n)
+		}
+	}
+	h.c.onPod(webPod("a").Obj(), true)
+	if n := h.c.LiveHealthy(KindPDB, ns, "web"); n != 1 {
+		t.Errorf("after a's late delete event: %d healthy, want 1", n)
+	}
+	checkLiveIndex(t, h)
+	checkCoverage(t, h)
+}
+
+// TestCoverageEntriesGoWithTheirPods: the live index keeps a coverage entry
+// only for namespaces it counts pods of; pods and budgets that come and go
+// in many namespaces leave none behind. Before, every namespace ever seen
+// kept one (a pod without any budget included).
+func TestCoverageEntriesGoWithTheirPods(t *testing.T) {
+	h := newHarness(t)
+	for i := range 50 {
+		namespace := fmt.Sprintf("ns-%d", i)
+		pdb := testobj.MakePDB().Namespace(namespace).Name("web").UID("uid-pdb-"+namespace).MatchLabels("app", "web").MinAvailable(1).Obj()
+		h.add(pdb)
+		covered := testobj.RunningPod(namespace, "a").Label("app", "web").Obj()
+		free := testobj.RunningPod(namespace, "b").Label("app", "other").Obj()
+		h.podEvent(covered, false)
+		h.podEvent(free, false)
+		checkCoverage(t, h)
+		h.podEvent(covered, true)
+		h.podEvent(free, true)
+		h.c.onPDB(pdb, true)
+	}
+	h.c.live.mu.RLock()
+	n := len(h.c.live.coverage)
+	h.c.live.mu.RUnlock()
+	if n != 0 {
+		t.Errorf("the live index holds %d coverage entries with no pod counted, want 0", n)
 	}
 	checkLiveIndex(t, h)
 }
