@@ -59,6 +59,7 @@ func (h *harness) pdb(p *policyv1.PodDisruptionBudget) { h.c.onPDB(p, false) }
 func (h *harness) pub(p *kruisepolicy.PodUnavailableBudget) {
 	h.c.onPUB(p, false)
 }
+
 // podEvent delivers a pod event as an informer does: its store first, then
 // the handler.
 func (h *harness) podEvent(p *v1.Pod, deleted bool) {

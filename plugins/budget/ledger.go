@@ -99,6 +99,57 @@ type ledger struct {
 	clock   clock.PassiveClock
 	budgets map[budgetKey]*budgetState
 	pods    map[podKey][]*entry
+	// released are called when a reservation is cancelled or expires
+	// unused: a budget is free again without any budget event (see
+	// Cache.OnRelease).
+	released []func()
+}
+
+// notifyReleased calls the released hooks. Caller holds no lock.
+func (l *ledger) notifyReleased() {
+	l.mu.RLock()
+	hooks := l.released
+	l.mu.RUnlock()
+	for _, fn := range hooks {
+		fn()
+	}
+}
+
+// expireLater drops, ReservationTTL from now, the entries of held whose
+// disruption has not happened by then (their pod is still there), and
+// notifies the released hooks when it dropped any. Without it a budget
+// they held would be free again only in the next decision's eyes, and a
+// preemptor it blocked would wait for an unrelated event. Caller holds mu.
+func (l *ledger) expireLater(held []*entry) {
+	if len(l.released) == 0 || l.opts.DryRun {
+		return
+	}
+	held = slices.Clone(held) // Reservation.CancelPod reuses its slice
+	time.AfterFunc(l.opts.ReservationTTL, func() {
+		l.mu.Lock()
+		now, dropped := l.clock.Now(), 0
+		for _, e := range held {
+			bs := l.budgets[e.budget]
+			if bs != nil && slices.Contains(bs.entries, e) && e.gone.IsZero() && !l.live(e, bs, now) {
+				l.drop(e)
+				dropped++
+			}
+		}
+		l.mu.Unlock()
+		if dropped > 0 {
+			l.notifyReleased()
+		}
+	})
+}
+
+// OnRelease calls fn whenever a reservation is cancelled, or ends because
+// its disruption did not happen in time (LedgerOptions.ReservationTTL): the
+// budgets it held are free again, with no budget event to say so. fn must
+// not block.
+func (c *Cache) OnRelease(fn func()) {
+	c.ledger.mu.Lock()
+	defer c.ledger.mu.Unlock()
+	c.ledger.released = append(c.ledger.released, fn)
 }
 
 func newLedger(opts LedgerOptions, clk clock.PassiveClock) *ledger {
@@ -315,11 +366,15 @@ func (r *Reservation) Cancel() {
 		return
 	}
 	r.l.mu.Lock()
-	defer r.l.mu.Unlock()
+	n := len(r.entries)
 	for _, e := range r.entries {
 		r.l.drop(e)
 	}
 	r.entries = nil
+	r.l.mu.Unlock()
+	if n > 0 {
+		r.l.notifyReleased()
+	}
 }
 
 // CancelPod ends the entries of one pod of the reservation, for example a
@@ -329,7 +384,6 @@ func (r *Reservation) CancelPod(namespace, name string) {
 		return
 	}
 	r.l.mu.Lock()
-	defer r.l.mu.Unlock()
 	kept := r.entries[:0]
 	for _, e := range r.entries {
 		if e.pod == (podKey{namespace, name}) {
@@ -338,7 +392,12 @@ func (r *Reservation) CancelPod(namespace, name string) {
 		}
 		kept = append(kept, e)
 	}
+	dropped := len(kept) < len(r.entries)
 	r.entries = kept
+	r.l.mu.Unlock()
+	if dropped {
+		r.l.notifyReleased()
+	}
 }
 
 // HeldBy returns the budgets that an earlier reservation of this very pod
