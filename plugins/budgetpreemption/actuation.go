@@ -239,10 +239,11 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		// The Eviction API's budget refusal: this candidate cannot complete
 		// until the budget allows it. The cache names the budget when it
 		// has seen what the API server saw.
-		if d := pl.budgets.Decide(victim, pl.operation(preemptorPod)); !d.Allowed {
+		d := pl.budgets.Decide(victim, pl.operation(preemptorPod))
+		if !d.Allowed {
 			err = fmt.Errorf("%w (%s)", err, d.Message())
 		}
-		pl.refused.add(preemptorPod.UID, c.Name(), victim, err)
+		pl.refused.addSeen(preemptorPod.UID, c.Name(), victim, err, pl.budgetVersions(d))
 	}
 	klog.FromContext(ctx).V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
 	pl.abort(preemptorPod, victim, budget.EventPreemptionEvictionFailed, err.Error()+"; the preemptor will be retried")

@@ -72,6 +72,14 @@ type BudgetAwarePreemption struct {
 	// blocked are the preemptors that budgets blocked, requeued when a
 	// budget frees up (requeue.go).
 	blocked *blockedPreemptors
+	// lifetime is the scheduler's context, which the plugin's own
+	// goroutines live in; syncMu guards whether one waits for the budget
+	// cache to sync (syncWaiting) and whether a preemptor was turned away
+	// since it last looked (syncWanted). See requeueWhenSynced.
+	lifetime    context.Context
+	syncMu      sync.Mutex
+	syncWaiting bool
+	syncWanted  bool
 }
 
 var (
@@ -102,10 +110,10 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 	}
 	pl := newPlugin(args, fh, sh.cache, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
 	pl.kruise = sh.kruiseClient
+	pl.lifetime = ctx
 	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory(), sh.kruise); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	go pl.requeueWhenSynced(ctx, sh.synced)
 	return pl, nil
 }
 
@@ -180,15 +188,10 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+Name+" does not preempt for pod groups")
 	}
 	if !pl.budgets.HasSynced() {
-		// Only right after start. Waiting here would hold the whole
-		// scheduling loop; the pod is remembered and requeued once the
-		// cache has synced (requeueWhenSynced).
-		pl.blocked.add(pod)
-		if pl.budgets.HasSynced() {
-			pl.blocked.forget(pod) // synced meanwhile: retry at once
-			return nil, fwk.AsStatus(fmt.Errorf("preemption: %s", cacheNotSynced))
-		}
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+cacheNotSynced)
+		// Right after start, while discovery fails, or while PUB support
+		// turns on. Waiting here would hold the whole scheduling loop; the
+		// pod is remembered and requeued once the cache has synced.
+		return pl.notSynced(ctx, pod)
 	}
 	rec := &blockRecorder{}
 	state.Write(blockKey, rec)
@@ -198,7 +201,10 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	// meanwhile requeues it too.
 	pl.blocked.add(pod)
 	result, status := pl.Evaluator.Preempt(ctx, state, pod, m)
-	if status.IsSuccess() || rec.summary() == nil {
+	// A preemptor that a budget refused in any way (no candidate because
+	// of a budget, victims denied at actuation, a 429 or a refusal it is
+	// remembered for) stays remembered, so a budget that frees requeues it.
+	if status.IsSuccess() || (rec.summary() == nil && !blockedAtActuation(status) && len(pl.refused.forPod(pod.UID)) == 0) {
 		pl.blocked.forget(pod)
 	}
 	if status.IsSuccess() && result != nil && result.NominatingInfo != nil {
@@ -226,6 +232,29 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	}
 	return result, status
 }
+
+// notSynced is PostFilter's answer while the budget cache is not synced:
+// Unschedulable at once, naming the fault, with an event and the metric; the
+// pod is requeued once the cache has synced.
+func (pl *BudgetAwarePreemption) notSynced(ctx context.Context, pod *v1.Pod) (*fwk.PostFilterResult, *fwk.Status) {
+	pl.blocked.add(pod)
+	pl.requeueWhenSynced()
+	reason, why := pl.budgets.NotSynced()
+	if reason == "" {
+		// Synced meanwhile: retry at once.
+		pl.blocked.forget(pod)
+		return nil, fwk.AsStatus(fmt.Errorf("preemption: %s", cacheNotSynced))
+	}
+	msg := fmt.Sprintf("budget cache not synced (%s: %s); the pod is retried once it is", reason, why)
+	blockedTotal.WithLabelValues(reasonCacheNotSynced).Inc()
+	pl.fh.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", msg)
+	klog.FromContext(ctx).V(2).Info("Preemption refused: the budget cache is not synced", "pod", klog.KObj(pod), "reason", reason, "message", why)
+	return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+msg)
+}
+
+// reasonCacheNotSynced labels preemptions refused because the budget cache
+// was not synced, as the evictor's refusals are labelled.
+const reasonCacheNotSynced = "CacheNotSynced"
 
 // PreEnqueue keeps a preemptor out of the scheduling cycle while its
 // asynchronous preemption runs, as DefaultPreemption does.

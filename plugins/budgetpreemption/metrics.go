@@ -18,7 +18,7 @@ var (
 			Namespace:      budget.MetricsNamespace,
 			Subsystem:      subsystem,
 			Name:           "blocked_total",
-			Help:           "Preemption attempts that found no candidate node because a disruption budget denied the victims they needed, by the budget's reason.",
+			Help:           "Preemption attempts that found no candidate node because a disruption budget denied the victims they needed, by the budget's reason, or that were refused because the budget cache was not synced (CacheNotSynced).",
 			StabilityLevel: metrics.ALPHA,
 		},
 		[]string{"reason"},

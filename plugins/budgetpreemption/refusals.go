@@ -24,6 +24,11 @@ type refusal struct {
 	victim  *v1.Pod
 	err     error
 	expires time.Time
+	// seen are the resourceVersions of the budgets the victim spent in the
+	// cache's eyes when the API server refused it anyway (a 429 where the
+	// cache said yes): the cache was behind. Once it holds a newer version
+	// of any of them, its answer is worth trusting again (see refusedOn).
+	seen map[budget.BudgetRef]string
 }
 
 // refusals remembers, for refusalTTL, the candidates whose actuation a
@@ -35,14 +40,26 @@ type refusal struct {
 type refusals struct {
 	mu  sync.Mutex
 	now func() time.Time
+	ttl time.Duration
 	m   map[refusalKey]refusal
+	// expired, when set, is called with the preemptor of a refusal that
+	// ran out, so that the preemptor is retried then rather than at the
+	// scheduling queue's 5-minute flush: nothing else requeues it when the
+	// budget was free all along in the cache's eyes.
+	expired func(preemptor types.UID)
 }
 
 func newRefusals() *refusals {
-	return &refusals{now: time.Now, m: map[refusalKey]refusal{}}
+	return &refusals{now: time.Now, ttl: refusalTTL, m: map[refusalKey]refusal{}}
 }
 
 func (r *refusals) add(preemptor types.UID, node string, victim *v1.Pod, err error) {
+	r.addSeen(preemptor, node, victim, err, nil)
+}
+
+// addSeen is add, with the versions of the budgets the cache had (see
+// refusal.seen).
+func (r *refusals) addSeen(preemptor types.UID, node string, victim *v1.Pod, err error, seen map[budget.BudgetRef]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
@@ -51,7 +68,14 @@ func (r *refusals) add(preemptor types.UID, node string, victim *v1.Pod, err err
 			delete(r.m, k)
 		}
 	}
-	r.m[refusalKey{preemptor, node}] = refusal{victim: victim, err: err, expires: now.Add(refusalTTL)}
+	r.m[refusalKey{preemptor, node}] = refusal{victim: victim, err: err, expires: now.Add(r.ttl), seen: seen}
+	if r.expired != nil {
+		time.AfterFunc(r.ttl+10*time.Millisecond, func() {
+			if _, live := r.lookup(preemptor, node); !live {
+				r.expired(preemptor)
+			}
+		})
+	}
 }
 
 // lookup returns the live refusal of preemptor on node.
@@ -106,9 +130,11 @@ func (pl *BudgetAwarePreemption) refusedOn(pod *v1.Pod, node string, op budget.O
 	}
 	d := pl.budgets.Decide(f.victim, op)
 	if d.Allowed && f.victim.DeletionTimestamp == nil {
-		// The budget allows the victim now (the API server refused a victim
-		// the cache allowed: wait for the entry to expire).
-		if _, denied := f.err.(*budget.DeniedError); denied {
+		// The budget allows the victim now. When the refusal was the
+		// cache's own, or the API server's where the cache was behind and
+		// has caught up since, the node is a candidate again; otherwise
+		// the refusal runs out (and the preemptor is retried then).
+		if _, denied := f.err.(*budget.DeniedError); denied || pl.caughtUp(f.seen) {
 			pl.refused.forget(pod.UID, node)
 			return nil
 		}
@@ -117,6 +143,32 @@ func (pl *BudgetAwarePreemption) refusedOn(pod *v1.Pod, node string, op budget.O
 		rec.add(d)
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption on this node was refused by a disruption budget: "+f.err.Error())
+}
+
+// caughtUp reports whether the cache holds a newer version of any budget in
+// seen than it did then.
+func (pl *BudgetAwarePreemption) caughtUp(seen map[budget.BudgetRef]string) bool {
+	for ref, v := range seen {
+		if now, ok := pl.budgets.ObservedResourceVersion(ref.Kind, ref.Namespace, ref.Name); !ok || now != v {
+			return true
+		}
+	}
+	return false
+}
+
+// budgetVersions returns the versions the cache holds of the budgets d
+// spends.
+func (pl *BudgetAwarePreemption) budgetVersions(d budget.Decision) map[budget.BudgetRef]string {
+	if len(d.Spends) == 0 {
+		return nil
+	}
+	seen := make(map[budget.BudgetRef]string, len(d.Spends))
+	for _, ref := range d.Spends {
+		if v, ok := pl.budgets.ObservedResourceVersion(ref.Kind, ref.Namespace, ref.Name); ok {
+			seen[ref] = v
+		}
+	}
+	return seen
 }
 
 // clearNomination is the PostFilter result with which the scheduler's

@@ -92,6 +92,19 @@ func (b *blockedPreemptors) forget(pod *v1.Pod) {
 	delete(b.pods, pod.UID)
 }
 
+// takeOne returns the preemptor with uid, if remembered, and forgets it.
+func (b *blockedPreemptors) takeOne(uid types.UID) *v1.Pod {
+	now := b.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.pods[uid]
+	delete(b.pods, uid)
+	if !ok || now.Sub(e.since) > blockedTTL {
+		return nil
+	}
+	return e.pod
+}
+
 // take returns the preemptors remembered, keyed by namespace/name as
 // Handle.Activate takes them, and forgets them: a preemptor that budgets
 // block again is remembered again by its next PostFilter.
@@ -175,6 +188,19 @@ func (pl *BudgetAwarePreemption) watchBudgetInformers(ctx context.Context, facto
 	if err := pl.watchBudgets(ctx, factory.Policy().V1().PodDisruptionBudgets().Informer(), nil); err != nil {
 		return err
 	}
+	// A reservation that ends unused (a victim the API server refused,
+	// one whose disruption never happened) frees its budgets without a
+	// budget event; so does a refusal that runs out.
+	pl.budgets.OnRelease(func() { pl.activateBlocked(ctx, "a reservation was cancelled or ended unused") })
+	if pl.refused != nil {
+		pl.refused.expired = func(uid types.UID) {
+			if p := pl.blocked.takeOne(uid); p != nil && ctx.Err() == nil {
+				logger := klog.FromContext(ctx)
+				logger.V(4).Info("Requeueing a preemptor whose refusal ran out", "pod", klog.KObj(p))
+				pl.fh.Activate(logger, map[string]*v1.Pod{p.Namespace + "/" + p.Name: p})
+			}
+		}
+	}
 	if kf == nil {
 		return nil
 	}
@@ -246,17 +272,55 @@ func (pl *BudgetAwarePreemption) budgetChanged(ctx context.Context, kind budget.
 	}()
 }
 
-// requeueWhenSynced activates the preemptors PostFilter turned away while
-// the budget cache was not synced, once synced is closed.
-func (pl *BudgetAwarePreemption) requeueWhenSynced(ctx context.Context, synced <-chan struct{}) {
-	select {
-	case <-ctx.Done():
+// activateBlocked activates every blocked preemptor (why says what freed
+// them, for the log).
+func (pl *BudgetAwarePreemption) activateBlocked(ctx context.Context, why string) {
+	pods := pl.blocked.take()
+	if len(pods) == 0 || ctx.Err() != nil {
 		return
-	case <-synced:
 	}
-	if pods := pl.blocked.take(); len(pods) > 0 && ctx.Err() == nil {
-		logger := klog.FromContext(ctx)
-		logger.V(2).Info("Requeueing preemptors that arrived before the budget cache synced", "count", len(pods))
-		pl.fh.Activate(logger, pods)
+	logger := klog.FromContext(ctx)
+	logger.V(4).Info("Requeueing preemptors blocked by budgets", "why", why, "count", len(pods))
+	pl.fh.Activate(logger, pods)
+}
+
+// requeueWhenSynced makes sure the preemptors PostFilter turned away while
+// the budget cache was not synced are activated once it is. The cache may
+// lose its sync after start-up (PUB support turning on late waits for the
+// PUB informer), so this is asked for by every such PostFilter, not once;
+// one goroutine at a time waits, and it looks again after activating, so a
+// preemptor turned away meanwhile is not left behind.
+func (pl *BudgetAwarePreemption) requeueWhenSynced() {
+	ctx := pl.lifetime
+	if ctx == nil {
+		ctx = context.Background()
 	}
+	pl.syncMu.Lock()
+	defer pl.syncMu.Unlock()
+	pl.syncWanted = true
+	if pl.syncWaiting {
+		return
+	}
+	pl.syncWaiting = true
+	go func() {
+		for {
+			if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+				return pl.budgets.HasSynced(), nil
+			}); err != nil {
+				pl.syncMu.Lock()
+				pl.syncWaiting = false
+				pl.syncMu.Unlock()
+				return
+			}
+			pl.syncMu.Lock()
+			if !pl.syncWanted {
+				pl.syncWaiting = false
+				pl.syncMu.Unlock()
+				return
+			}
+			pl.syncWanted = false
+			pl.syncMu.Unlock()
+			pl.activateBlocked(ctx, "the budget cache has synced")
+		}
+	}()
 }

@@ -35,9 +35,6 @@ type sharedBudgets struct {
 	// kruiseClient writes PUB disruption records (nil without a
 	// kubeconfig).
 	kruiseClient kruiseclient.Interface
-	// synced is closed once the cache has synced (or ctx ended), after
-	// which blocked preemptors are requeued.
-	synced chan struct{}
 }
 
 var sharedCaches budget.PerFactory[*sharedBudgets]
@@ -66,7 +63,7 @@ func budgetsFor(ctx context.Context, fh fwk.Handle) (*sharedBudgets, error) {
 
 func newSharedBudgets(ctx context.Context, fh fwk.Handle, factory informers.SharedInformerFactory) (*sharedBudgets, error) {
 	var opts budget.Options
-	sh := &sharedBudgets{synced: make(chan struct{})}
+	sh := &sharedBudgets{}
 	if cfg := fh.KubeConfig(); cfg != nil && fh.ClientSet() != nil {
 		kc, err := kruiseclient.NewForConfig(kruiseConfig(cfg))
 		if err != nil {
@@ -87,9 +84,7 @@ func newSharedBudgets(ctx context.Context, fh fwk.Handle, factory informers.Shar
 		sh.kruise.Start(ctx.Done())
 	}
 	go func() {
-		ok := c.WaitForCacheSync(ctx)
-		close(sh.synced)
-		if ok {
+		if c.WaitForCacheSync(ctx) {
 			c.Run(ctx, time.Minute)
 		}
 	}()
