@@ -12,11 +12,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
@@ -64,6 +67,9 @@ type evictionGate struct {
 type admitted struct {
 	r    *budget.Reservation
 	recs []budget.PUBRecord
+	// pod is the pod as it was decided on (nil when the cache does not
+	// hold it): the eviction carries its preconditions.
+	pod *v1.Pod
 }
 
 // failed gives back what the eviction held when the API server did not
@@ -105,7 +111,7 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admit
 	if !d.Allowed {
 		return admitted{}, g.refuse(namespace, name, string(d.Reason()), d.Message())
 	}
-	a := admitted{r: r}
+	a := admitted{r: r, pod: pod}
 	if g.sh.kruise != nil {
 		a.recs, err = budget.RecordPUBDisruptions(ctx, g.sh.kruise, c.WithHeld(d, pod), pod, budget.OperationEvict, time.Now())
 		if err != nil {
@@ -236,6 +242,9 @@ func (t *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return statusResponse(req, st), nil
 	}
+	if a.pod != nil {
+		req = withPreconditions(req, a.pod, g.logger)
+	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
 		a.failed(req.Context(), g, err == nil && resp.StatusCode >= 400 && resp.StatusCode < 500)
@@ -249,6 +258,56 @@ func (t *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		evictionsRefused.WithLabelValues(extensionAPIServer, "TooManyRequests").Inc()
 	}
 	return resp, err
+}
+
+// withPreconditions returns req with the preconditions of pod as it was
+// decided on (budget.DisruptionPreconditions) in its Eviction's delete
+// options, where the descheduler set none: the descheduler's body names the
+// pod only. A body the gate cannot read goes as it is.
+func withPreconditions(req *http.Request, pod *v1.Pod, logger klog.Logger) *http.Request {
+	if req.Body == nil {
+		return req
+	}
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		// The body is lost; the request fails as it would have.
+		logger.Info("Warning: cannot read an eviction request's body", "pod", klog.KObj(pod), "err", err)
+		return req
+	}
+	out := req.Clone(req.Context())
+	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+	ev, ok := obj.(*policyv1.Eviction)
+	if err != nil || !ok {
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		logger.V(2).Info("Eviction request body not understood; sent without the decided pod's preconditions", "pod", klog.KObj(pod), "type", fmt.Sprintf("%T", obj), "err", err)
+		return out
+	}
+	want := budget.DisruptionPreconditions(pod)
+	if ev.DeleteOptions == nil {
+		ev.DeleteOptions = &metav1.DeleteOptions{}
+	}
+	if ev.DeleteOptions.Preconditions == nil {
+		ev.DeleteOptions.Preconditions = &metav1.Preconditions{}
+	}
+	pre := ev.DeleteOptions.Preconditions
+	if pre.UID == nil {
+		pre.UID = want.UID
+	}
+	if pre.ResourceVersion == nil {
+		pre.ResourceVersion = want.ResourceVersion
+	}
+	ev.SetGroupVersionKind(policyv1.SchemeGroupVersion.WithKind("Eviction"))
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return out
+	}
+	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	out.Header = req.Header.Clone()
+	out.Header.Set("Content-Type", "application/json")
+	return out
 }
 
 // extensionAPIServer labels evictions the API server refused after the gate

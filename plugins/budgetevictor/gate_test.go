@@ -3,6 +3,7 @@ package budgetevictor
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -22,7 +24,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 	frameworkfake "sigs.k8s.io/descheduler/pkg/framework/fake"
+
+	"github.com/budgetguard/budgetguard/internal/testobj"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
@@ -102,11 +107,15 @@ func TestListingSpendsNothingAndTheEvictionRequestReserves(t *testing.T) {
 type fakeAPIServer struct {
 	mu   sync.Mutex
 	hits map[string]int
+	// bodies holds the last request body per method and path.
+	bodies map[string][]byte
 }
 
 func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.hits[r.Method+" "+r.URL.Path]++
+	s.bodies[r.Method+" "+r.URL.Path] = body
 	s.mu.Unlock()
 	name := ""
 	if i := strings.LastIndex(r.URL.Path, "/pods/"); i >= 0 {
@@ -133,7 +142,7 @@ func (s *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // with a real clientset that talks to it.
 func realClientset(t *testing.T) (*fakeAPIServer, *kubernetes.Clientset) {
 	t.Helper()
-	srv := &fakeAPIServer{hits: map[string]int{}}
+	srv := &fakeAPIServer{hits: map[string]int{}, bodies: map[string][]byte{}}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	real, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
@@ -200,6 +209,46 @@ func TestGateOnARealClientset(t *testing.T) {
 	_, err = real.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("GET of a PDB through the gated client: %v, want the server's 404", err)
+	}
+}
+
+// TestGateSendsTheDecidedPodsPreconditions: the descheduler's eviction
+// names the pod only. A pod that is not Ready spends none of its budget, so
+// the gate's eviction carries the resourceVersion it was decided on (and
+// its UID): one that turned Ready before the request landed is refused
+// with a conflict rather than taken unaccounted. Before, the gate
+// forwarded the body unchanged.
+func TestGateSendsTheDecidedPodsPreconditions(t *testing.T) {
+	srv, real := realClientset(t)
+	notReady := webPod("a").ResourceVersion("7").Ready(false).Obj()
+	p := pluginOn(t, nil, Options{Ledger: budget.LedgerOptions{ReservationTTL: time.Hour}},
+		fake.NewClientset(webPDB("web", 1).Status(2, 1, 1).Obj(), notReady, webPod("d").ResourceVersion("8").Obj(), webPod("e").Obj()), real)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		pod    string
+		wantRV *string
+	}{{"a", ptr.To("7")}, {"d", nil}} {
+		if err := evict(ctx, real, tc.pod); err != nil {
+			t.Fatalf("eviction of %s: %v", tc.pod, err)
+		}
+		srv.mu.Lock()
+		body := srv.bodies["POST /api/v1/namespaces/"+ns+"/pods/"+tc.pod+"/eviction"]
+		srv.mu.Unlock()
+		var ev policyv1.Eviction
+		if err := json.Unmarshal(body, &ev); err != nil {
+			t.Fatalf("eviction body of %s: %v (%s)", tc.pod, err, body)
+		}
+		var got *metav1.Preconditions
+		if ev.DeleteOptions != nil {
+			got = ev.DeleteOptions.Preconditions
+		}
+		want := &metav1.Preconditions{UID: ptr.To(testobj.UIDOf(tc.pod)), ResourceVersion: tc.wantRV}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("preconditions of %s's eviction (-want,+got):\n%s", tc.pod, diff)
+		}
+	}
+	if p.sh.gated != true {
+		t.Error("the gate is not on the client")
 	}
 }
 

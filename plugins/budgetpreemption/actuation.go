@@ -357,15 +357,19 @@ func (pl *BudgetAwarePreemption) inScheduler(victim *v1.Pod) bool {
 	return pl.fh.GetWaitingPod(victim.UID) != nil || pl.fh.GetPodInPreBind(victim.UID) != nil
 }
 
-// evict posts a policy/v1 Eviction for victim. It does not retry: a 429
+// evict posts a policy/v1 Eviction for victim, as it was decided on (see
+// budget.DisruptionPreconditions). It does not retry: a 429
 // carries Retry-After, which client-go's typed Evict would silently honour
 // up to ten times.
 func (pl *BudgetAwarePreemption) evict(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod) error {
 	ev := &policyv1.Eviction{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"},
 		ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace},
+		// The victim as decided (budget.DisruptionPreconditions): a victim
+		// that spent no budget because it was not Ready may not turn Ready
+		// and still go.
 		DeleteOptions: &metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &victim.UID},
+			Preconditions: budget.DisruptionPreconditions(victim),
 		},
 	}
 	// The subresource is served under /api/v1, not under the policy/v1
