@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
@@ -96,11 +97,21 @@ type shared struct {
 	// nodesSynced reports whether the node informer has synced.
 	nodesSynced cache.InformerSynced
 
-	once   sync.Once
+	// mu guards building the cache; cache is set once it is built.
+	mu     sync.Mutex
 	cache  *budget.Cache
+	built  atomic.Pointer[budget.Cache]
 	kruise kruiseclientset.Interface
-	err    error
+	// err is why the cache could not be built last time, tried is when;
+	// it is tried again after kruiseRetry (see budgets).
+	err   error
+	tried time.Time
 }
+
+// kruiseRetry is how long after a failed attempt to build the budget cache
+// (no client for the Kruise API) the next attempt waits; every eviction is
+// refused meanwhile.
+const kruiseRetry = 5 * time.Second
 
 // New builds the plugin with PDB support only. Binaries that can reach the
 // PodUnavailableBudget API use NewBuilder.
@@ -183,29 +194,49 @@ func newShared(ctx context.Context, handle frameworktypes.Handle, factory inform
 }
 
 // budgets returns the budget cache, building and starting it on the first
-// call. A cache that cannot be built is an error on every call: the
-// callers refuse.
+// call. While it cannot be built, every call returns why (the callers
+// refuse, naming it), and it is tried again kruiseRetry after the last
+// attempt.
 func (sh *shared) budgets() (*budget.Cache, error) {
-	sh.once.Do(sh.start)
+	if c := sh.built.Load(); c != nil {
+		return c, nil
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.cache != nil {
+		return sh.cache, nil
+	}
+	if sh.err != nil && time.Since(sh.tried) < kruiseRetry {
+		return nil, sh.err
+	}
+	sh.tried = time.Now()
+	sh.start()
 	return sh.cache, sh.err
 }
 
+// start builds and starts the budget cache. Caller holds sh.mu.
 func (sh *shared) start() {
 	ctx, logger := sh.ctx, sh.logger
 	var kf kruiseinformers.SharedInformerFactory
 	if sh.opts.Kruise != nil {
 		kc, disc, err := sh.opts.Kruise()
 		if err != nil {
-			logger.Info("PodUnavailableBudget support is off: no client for the Kruise API", "err", err)
-		} else {
-			kf = kruiseinformers.NewSharedInformerFactory(kc, 0)
-			sh.bopts.KruiseInformers, sh.bopts.Discovery = kf, disc
-			if !sh.dryRun {
-				// Used only for disruptions that spend a PUB, so only
-				// once PUB support is on (it may turn on later; see
-				// budget.Options). A dry run writes nothing.
-				sh.kruise = kc
+			// Without a client nobody can tell whether PUBs exist:
+			// deciding without them would let every PUB-protected pod
+			// go. Refuse until a client can be built.
+			if sh.err == nil {
+				logger.Info("Budget cache not built: no client for the Kruise API; every eviction is refused until there is one", "err", err, "retry", kruiseRetry)
 			}
+			sh.err = fmt.Errorf("no client for the Kruise API: %w", err)
+			return
+		}
+		kf = kruiseinformers.NewSharedInformerFactory(kc, 0)
+		sh.bopts.KruiseInformers, sh.bopts.Discovery = kf, disc
+		if !sh.dryRun {
+			// Used only for disruptions that spend a PUB, so only
+			// once PUB support is on (it may turn on later; see
+			// budget.Options). A dry run writes nothing.
+			sh.kruise = kc
 		}
 	}
 	c, err := budget.New(klog.NewContext(ctx, logger), sh.factory, sh.bopts)
@@ -214,6 +245,7 @@ func (sh *shared) start() {
 		logger.Error(err, "Cannot build the budget cache; every eviction is refused")
 		return
 	}
+	sh.err = nil
 	c.ExportMetrics(ctx, "descheduler")
 	// The descheduler's factory is not ours to start: the informers were
 	// requested when the plugin was built, so it starts them. (Had it
@@ -227,6 +259,7 @@ func (sh *shared) start() {
 	}
 	go c.Run(ctx, time.Minute)
 	sh.cache = c
+	sh.built.Store(c)
 }
 
 // Name returns the plugin name.
@@ -294,9 +327,9 @@ func (p *BudgetAwareEvictor) checks(point string, pod *v1.Pod) (*budget.Cache, b
 	if reason, ok := p.autoscalerRefuses(pod); ok {
 		return nil, p.refuse(point, pod, reason, "cluster-autoscaler safe-to-evict is \"false\"")
 	}
-	c, ok := p.synced()
-	if !ok {
-		return nil, p.refuse(point, pod, ReasonCacheNotSynced, "budget cache not synced")
+	c, why := p.synced()
+	if c == nil {
+		return nil, p.refuse(point, pod, ReasonCacheNotSynced, why)
 	}
 	if p.nodeBeingDrained(pod) {
 		return nil, p.refuse(point, pod, ReasonNodeBeingDrainedByAutoscaler, nodeBeingDrainedMessage(pod))
@@ -332,22 +365,35 @@ func nodeBeingDrainedMessage(pod *v1.Pod) string {
 }
 
 // synced returns the budget cache once it and the node informer have
-// synced, waiting until syncTimeout after the first call at the latest.
-func (p *BudgetAwareEvictor) synced() (*budget.Cache, bool) {
+// synced, waiting until syncTimeout after the first call at the latest; or
+// nil and why not.
+func (p *BudgetAwareEvictor) synced() (*budget.Cache, string) {
 	c, err := p.sh.budgets()
 	if err != nil {
-		return nil, false
+		return nil, notSyncedMessage(err.Error())
 	}
 	if c.HasSynced() && p.nodesHaveSynced() {
-		return c, true
+		return c, ""
 	}
 	p.syncOnce.Do(func() { p.syncDeadline = time.Now().Add(p.syncTimeout) })
 	ctx, cancel := context.WithDeadline(p.ctx, p.syncDeadline)
 	defer cancel()
 	if !c.WaitForCacheSync(ctx) {
-		return nil, false
+		_, why := c.NotSynced()
+		return nil, notSyncedMessage(why)
 	}
-	return c, p.sh.nodesSynced == nil || cache.WaitForCacheSync(ctx.Done(), p.sh.nodesSynced)
+	if p.sh.nodesSynced != nil && !cache.WaitForCacheSync(ctx.Done(), p.sh.nodesSynced) {
+		return nil, notSyncedMessage("the node informer has not synced")
+	}
+	return c, ""
+}
+
+// notSyncedMessage is the refusal message of an unsynced cache, naming why.
+func notSyncedMessage(why string) string {
+	if why == "" {
+		return "budget cache not synced"
+	}
+	return "budget cache not synced: " + why
 }
 
 func (p *BudgetAwareEvictor) nodesHaveSynced() bool {

@@ -94,8 +94,12 @@ func (a admitted) failed(ctx context.Context, g *evictionGate, refused bool) {
 // eviction is refused.
 func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admitted, *metav1.Status) {
 	c, err := g.sh.budgets()
-	if err != nil || !c.HasSynced() {
-		return admitted{}, g.refuse(namespace, name, ReasonCacheNotSynced, "budget cache not synced")
+	if err != nil {
+		return admitted{}, g.refuse(namespace, name, ReasonCacheNotSynced, notSyncedMessage(err.Error()))
+	}
+	if !c.HasSynced() {
+		_, why := c.NotSynced()
+		return admitted{}, g.refuse(namespace, name, ReasonCacheNotSynced, notSyncedMessage(why))
 	}
 	pod, err := g.pods.Pods(namespace).Get(name)
 	if err != nil {

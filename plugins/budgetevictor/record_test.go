@@ -2,7 +2,11 @@ package budgetevictor
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
@@ -14,7 +18,10 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+	frameworkfake "sigs.k8s.io/descheduler/pkg/framework/fake"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -127,4 +134,60 @@ func pluginWithWebPUB(t *testing.T, real *kubernetes.Clientset) (*BudgetAwareEvi
 		t.Fatal("PUB support is off")
 	}
 	return p, kc
+}
+
+// TestNoKruiseClientRefusesUntilThereIsOne: while the client of the Kruise
+// API cannot be built, nobody can tell whether PUBs protect a pod, so every
+// eviction is refused, naming why; once it can, the cache is built, PUB
+// support follows the API, and a PUB-protected pod is decided under its
+// PUB. Before, PUB support was off for the life of the process, and the
+// PUB-protected pod went.
+func TestNoKruiseClientRefusesUntilThereIsOne(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+		MaxUnavailable(intstr.FromInt32(1)).Status(3, 3, 0).Obj())
+	disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
+	var broken atomic.Bool
+	broken.Store(true)
+	opts := Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
+		if broken.Load() {
+			return nil, nil, errors.New("loading the kubeconfig: connection refused")
+		}
+		return kc, disc, nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	client := fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj())
+	factory := informers.NewSharedInformerFactory(client, 0)
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+	})
+	pl, err := NewBuilder(opts)(ctx, &BudgetAwareEvictorArgs{CacheSyncTimeoutSeconds: ptr.To[int32](1)}, &frameworkfake.HandleImpl{ClientsetImpl: client, SharedInformerFactoryImpl: factory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	p := pl.(*BudgetAwareEvictor)
+	before := counter(t, extensionFilter, ReasonCacheNotSynced)
+	if p.Filter(webPod("a").Obj()) {
+		t.Fatal("Filter(a) = true without a Kruise client; the pod's PUB is unknown")
+	}
+	if got := counter(t, extensionFilter, ReasonCacheNotSynced) - before; got != 1 {
+		t.Errorf("Filter's CacheNotSynced refusals grew by %v, want 1", got)
+	}
+	if _, err := p.sh.budgets(); err == nil || !strings.Contains(err.Error(), "no client for the Kruise API: loading the kubeconfig") {
+		t.Errorf("budgets() = %v, want the Kruise client's error", err)
+	}
+	broken.Store(false)
+	p.sh.mu.Lock()
+	p.sh.tried = time.Time{} // the retry is due
+	p.sh.mu.Unlock()
+	c := cacheOf(t, p)
+	if !c.WaitForCacheSync(ctx) || !c.PUBEnabled() {
+		t.Fatalf("once there is a client: synced %v, PUB support %v; want both", c.HasSynced(), c.PUBEnabled())
+	}
+	if p.PreEvictionFilter(webPod("a").Obj()) {
+		t.Error("PreEvictionFilter(a) = true under a PUB that allows nothing")
+	}
 }
