@@ -46,7 +46,10 @@ func (w *PodWrapper) Namespace(s string) *PodWrapper { w.ObjectMeta.Namespace = 
 func (w *PodWrapper) UID(s string) *PodWrapper { w.ObjectMeta.UID = types.UID(s); return w }
 
 // ResourceVersion sets metadata.resourceVersion.
-func (w *PodWrapper) ResourceVersion(s string) *PodWrapper { w.ObjectMeta.ResourceVersion = s; return w }
+func (w *PodWrapper) ResourceVersion(s string) *PodWrapper {
+	w.ObjectMeta.ResourceVersion = s
+	return w
+}
 
 // Label adds a label.
 func (w *PodWrapper) Label(k, v string) *PodWrapper {
