@@ -48,6 +48,8 @@ type candidateReservation struct {
 	gate    sync.Once
 	gateErr error
 	done    map[types.UID]error
+	// gateBy is the victim whose call ran the gate.
+	gateBy types.UID
 
 	// current holds each victim as it was re-read and decided (delete.go);
 	// a victim missing from it is gone and needs no disruption.
@@ -190,6 +192,7 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 	}
 	victim = cur
 	cr.gate.Do(func() {
+		cr.gateBy = victim.UID
 		for _, v := range cr.risky {
 			err := pl.actuate(ctx, c, cr, preemptor, preemptorPod, v, pluginName)
 			cr.done[v.UID] = err
@@ -200,12 +203,44 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 		}
 	})
 	if err, ok := cr.done[victim.UID]; ok {
+		if err == nil && victim.UID != cr.gateBy && pl.fts.EnableAsyncPreemption && upstreamLastVictim(c) == victim.UID {
+			pl.activateAfterLastVictim(ctx, preemptorPod)
+		}
 		return err
 	}
 	if cr.gateErr != nil {
 		return cr.gateErr
 	}
 	return pl.actuate(ctx, c, cr, preemptor, preemptorPod, victim, pluginName)
+}
+
+// upstreamLastVictim is the victim upstream's asynchronous preemption
+// disrupts last, alone, after the others (preemption.Executor,
+// prepareCandidateAsync): the last of the candidate's victims that is not
+// terminating yet.
+func upstreamLastVictim(c preemption.Candidate) types.UID {
+	pods := c.Victims().Pods
+	for i := len(pods) - 1; i >= 0; i-- {
+		if pods[i].DeletionTimestamp == nil {
+			return pods[i].UID
+		}
+	}
+	return ""
+}
+
+// activateAfterLastVictim activates the preemptor once upstream's
+// asynchronous preemption has registered its last victim, when the gate (in
+// an earlier, parallel call) disrupted that victim already. Upstream keeps
+// the preemptor out of the queue (PreEnqueue) until then, and relies on
+// the last victim's removal arriving after the registration to let it in;
+// here it may have arrived before, been judged while the preemptor was
+// still kept out, and been spent: the preemptor would wait, nominated,
+// for an unrelated event. Activated now, PreEnqueue finds the victim gone
+// or terminating, or its removal is yet to come and lets the preemptor in.
+func (pl *BudgetAwarePreemption) activateAfterLastVictim(ctx context.Context, preemptor *v1.Pod) {
+	logger := klog.FromContext(ctx)
+	logger.V(4).Info("Activating the preemptor: its last victim went before upstream registered it", "preemptor", klog.KObj(preemptor))
+	pl.fh.Activate(logger, map[string]*v1.Pod{preemptor.Namespace + "/" + preemptor.Name: preemptor})
 }
 
 // actuate evicts or deletes victim; when that fails it gives the victim's

@@ -1,0 +1,61 @@
+package budgetpreemption
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+)
+
+// TestAsyncPreemptionActivatesWhenTheGateTookTheLastVictim: with
+// asynchronous preemption, upstream disrupts every victim but the last in
+// parallel, then registers the last one and disrupts it, so that the last
+// victim's removal always arrives when PreEnqueue can see it and let the
+// preemptor in. budgetguard disrupts the victims that spend a budget first,
+// from whichever parallel call comes first: here web-0, upstream's last
+// victim, goes before upstream registers it, and its removal may be spent
+// while the preemptor is kept out. The plugin activates the preemptor once
+// the last victim is registered. Before, nothing did: the preemptor could
+// stay nominated in the unschedulable pool.
+func TestAsyncPreemptionActivatesWhenTheGateTookTheLastVictim(t *testing.T) {
+	p := preemptor("2", 100)
+	pods := []*v1.Pod{
+		pod("keep-0", "n1", "", 200, true).Obj(), pod("keep-1", "n1", "", 200, true).Obj(),
+		pod("free-0", "n1", "", 5, true).Obj(), // upstream's first victim, spends nothing
+		pod("web-0", "n1", "web", 0, true).Obj(), // upstream's last victim, spends pdb web
+		p,
+	}
+	e := newEnv(t, nil, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 1, 0, 1).Obj()})
+	h := &activatorHandle{Handle: e.fw, activated: make(chan map[string]*v1.Pod, 10)}
+	e.pl = newPlugin(DefaultArgs(), h, e.budgets, feature.Features{EnableAsyncPreemption: true})
+	var mu sync.Mutex
+	var order []string
+	evictionsAsDeletes(e)
+	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, victim.Name)
+		return nil
+	}
+	if _, status := e.postFilterN1(t, p); !status.IsSuccess() {
+		t.Fatalf("PostFilter: %v", status)
+	}
+	select {
+	case got := <-h.activated:
+		if got[p.Namespace+"/"+p.Name] == nil {
+			t.Errorf("activated %v, want the preemptor", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the preemptor was not activated after its last victim was registered")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 2 || order[0] != "web-0" || order[1] != "free-0" {
+		t.Errorf("victims disrupted in the order %v, want [web-0 free-0] (the one that spends a budget first)", order)
+	}
+}
