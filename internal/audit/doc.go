@@ -23,7 +23,7 @@
 //   - A refusal is such a request answered otherwise; 429 is a PDB refusal,
 //     500 several PDBs, 404 a pod that was gone.
 //   - A pod is healthy when its Ready condition is True, it has no
-//     deletionTimestamp, and the log does not show it disrupted.
+//     deletionTimestamp, and no disruption of it has taken effect (below).
 //   - Budgets covering a pod, matched by the auditor itself (not by
 //     plugins/budget): a PDB whose selector matches the pod in the PDB's
 //     namespace (nil or invalid selector: none, {}: all); a PUB whose
@@ -41,13 +41,24 @@
 //     the informers delivered before the pod showed terminating (the
 //     informers lag the API server a little, and the disruption's own write
 //     is the one that makes the pod terminating).
+//   - A disruption takes effect when the informers show its pod terminating,
+//     gone or replaced, or when the API server answered the request,
+//     whichever is first. From then on its pod is not healthy. Requests
+//     overlap, and the API server does not carry them out in the order it
+//     received them: an eviction that loses a conflict on the PDB's status
+//     to a concurrent one reads the status again 500 ms later
+//     (EvictionsRetry) and decides on that. The pod's own write orders
+//     disruptions as etcd did, on the clock of every other change.
 //   - A violation is a disruption of a pod that WasHealthy after which a
-//     covering budget counts fewer healthy pods (this and earlier disrupted
-//     pods excluded) than it desires, and still does when the API server
-//     answered the request: the API server decides somewhere between
-//     receiving a request and answering it (an eviction reads the PDBs and
-//     writes one's status in between), so a pod of the budget that turned
-//     Ready, or a desired count that fell, in that time counted for it. Deletes by controllers (a ReplicaSet
+//     covering budget counts fewer healthy pods than it desires at every
+//     moment of the request, from the time the API server received it
+//     until it answered: the API server (or, for a delete, the client just
+//     before) decides somewhere in between, so a pod of the budget that
+//     was still Ready when the request arrived, or turned Ready before the
+//     answer, or a desired count that fell, counted for it. At each moment
+//     the count leaves out this pod and the pods of the disruptions that
+//     took effect before this one did (not those received before it).
+//     Deletes by controllers (a ReplicaSet
 //     scaling down) are disruptions of ComponentOther and are judged the same
 //     way.
 //   - A budget is met once its status is known (desired > 0 or

@@ -73,8 +73,13 @@ type step struct {
 type replayer struct {
 	opts *Options
 
-	pods      map[podKey]*corev1.Pod
-	podsByNS  map[string]map[string]*corev1.Pod
+	pods     map[podKey]*corev1.Pod
+	podsByNS map[string]map[string]*corev1.Pod
+	// requested holds the pods a disruption was requested of (by the
+	// audit log), from the request on: a second request adds nothing.
+	// disrupted holds them once the disruption took effect (see
+	// disruptionEffect): from then on they are not healthy.
+	requested map[podKey]types.UID
 	disrupted map[podKey]types.UID
 	budgets   map[BudgetRef]*budgetState
 	byNS      map[string]map[BudgetRef]*budgetState
@@ -85,6 +90,10 @@ type replayer struct {
 	// budget that turns healthy before then (or a lower desired count)
 	// counted for the API server's decision, made somewhere in between.
 	pending []*pendingViolation
+
+	// effects are the disruptions requested whose effect the replay has
+	// not reached yet, by time.
+	effects []*disruptionEffect
 
 	// future holds, per pod, its observations not replayed yet, in order;
 	// the look-ahead for a disrupted pod's last state reads them.
@@ -124,6 +133,7 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 		opts:      opts,
 		pods:      map[podKey]*corev1.Pod{},
 		podsByNS:  map[string]map[string]*corev1.Pod{},
+		requested: map[podKey]types.UID{},
 		disrupted: map[podKey]types.UID{},
 		budgets:   map[BudgetRef]*budgetState{},
 		byNS:      map[string]map[BudgetRef]*budgetState{},
@@ -143,6 +153,7 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	}
 	logger := klog.FromContext(ctx)
 	for _, s := range steps {
+		r.takeEffect(s.at)
 		r.settle(s.at)
 		switch {
 		case s.req != nil:
@@ -156,7 +167,11 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 			r.workloadObserved(s.obs)
 		}
 		r.recheck()
+		for _, e := range r.effects {
+			r.snapshot(e)
+		}
 	}
+	r.takeEffect(time.Time{})
 	r.settle(time.Time{})
 	slices.SortStableFunc(r.result.Violations, func(a, b Violation) int { return a.Disruption.Time.Compare(b.Disruption.Time) })
 	r.summarize()
@@ -176,8 +191,10 @@ func (r *replayer) podObserved(o *observation) {
 		}
 		r.podsByNS[key.namespace][key.name] = o.pod
 	}
-	if uid, ok := r.disrupted[key]; ok && (o.pod == nil || o.pod.UID != uid) {
-		delete(r.disrupted, key)
+	for _, m := range []map[podKey]types.UID{r.requested, r.disrupted} {
+		if uid, ok := m[key]; ok && (o.pod == nil || o.pod.UID != uid) {
+			delete(m, key)
+		}
 	}
 	affected := map[BudgetRef]*budgetState{}
 	for _, p := range []*corev1.Pod{old, o.pod} {
@@ -257,8 +274,8 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 	key := podKey{req.namespace, req.pod}
 	cur := r.pods[key]
 	pre := r.lastStateBefore(key, cur)
-	uid, disrupted := r.disrupted[key]
-	if (cur != nil && cur.DeletionTimestamp != nil) || (pre != nil && disrupted && uid == pre.UID) {
+	uid, requested := r.requested[key]
+	if (cur != nil && cur.DeletionTimestamp != nil) || (pre != nil && requested && uid == pre.UID) {
 		// Already terminating or already disrupted: nothing new is taken away.
 		logger.V(4).Info("Request on a pod that was already going", "action", req.action, "pod", klog.KRef(req.namespace, req.pod), "userAgent", req.userAgent)
 		return
@@ -273,21 +290,25 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 		r.result.Disruptions = append(r.result.Disruptions, d)
 		return
 	}
-	r.disrupted[key] = pre.UID
+	r.requested[key] = pre.UID
 	covering := r.covering(pre)
 	for _, b := range covering {
 		d.Budgets = append(d.Budgets, b.ref)
+		b.disruptions++
 	}
 	r.result.Disruptions = append(r.result.Disruptions, d)
+	e := &disruptionEffect{at: r.effectTime(key, pre, req), key: key, uid: pre.UID, answered: req.answered, d: d}
 	for _, b := range covering {
-		b.disruptions++
-		healthy := r.healthy(b)
-		if d.WasHealthy && healthy < b.desired {
-			r.pending = append(r.pending, &pendingViolation{budget: b, answered: req.answered,
-				v: Violation{Budget: b.ref, Disruption: d, Healthy: healthy, Desired: b.desired}})
-		}
-		r.track(b, healthy)
+		e.judged = append(e.judged, &judgement{budget: b})
 	}
+	i, _ := slices.BinarySearchFunc(r.effects, e.at, func(x *disruptionEffect, at time.Time) int {
+		if x.at.After(at) {
+			return 1
+		}
+		return -1 // equal times keep the order of the requests
+	})
+	r.effects = slices.Insert(r.effects, i, e)
+	r.snapshot(e)
 }
 
 // recheck drops the pending violations whose budget is whole again: the
