@@ -20,6 +20,11 @@
 //     answered 2xx, not in dry-run, from a user agent that is not ignored,
 //     of a pod that was not already terminating and not already disrupted
 //     according to the log. A second request on the same pod adds nothing.
+//     A request answered with a server error (500, 503, 504: a timeout, a
+//     client that went away) whose pod is seen terminating or gone while it
+//     was under way, or within 2 s of the answer, with no accepted request
+//     of the pod received in between, was carried out all the same: it is a
+//     disruption too, taking effect when the pod was seen going.
 //   - A refusal is such a request answered otherwise; 429 is a PDB refusal,
 //     500 several PDBs, 404 a pod that was gone.
 //   - A pod is healthy when its Ready condition is True, it has no

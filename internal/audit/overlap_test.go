@@ -111,3 +111,49 @@ func TestPodTurningUnreadyWhileADeleteIsUnderWay(t *testing.T) {
 		t.Errorf("want no violation, got %+v", res.Violations)
 	}
 }
+
+// An eviction answered 504 (its client went away, or it timed out) that the
+// API server carried out all the same is a disruption, judged as any other:
+// its pod is seen terminating while it was under way or just after, and no
+// accepted request explains it. Before, it counted as a refusal and its
+// disruption was never judged. (Seen in TestPromiseAllActors: three
+// concurrent evictions of one pod by the scheduler, all logged 504
+// "context canceled", and the pod deleted with no 2xx request in the log.)
+// A 504 whose pod stays, or whose pod another accepted request took, is a
+// refusal.
+func TestRequestAnsweredWithAServerErrorButCarriedOut(t *testing.T) {
+	h := newHarness(t, testOptions())
+	h.createPDB(pdb("web", 3).Obj())
+	a, b, c := webPod("a"), webPod("b"), webPod("c")
+	for _, p := range []*testobj.PodWrapper{a, b, c} {
+		h.createPod(p.Obj())
+	}
+	tA := h.log(logged{ua: uaScheduler, action: ActionEvict, pod: "a", code: 504, took: 5 * time.Millisecond})
+	h.updatePod(terminating(a)) // after the answer: the server went on
+	h.log(logged{ua: uaScheduler, action: ActionEvict, pod: "b", code: 504, took: 5 * time.Millisecond})
+	h.log(logged{ua: uaOther, action: ActionEvict, pod: "c", code: 504, took: 5 * time.Millisecond})
+	tC := h.log(logged{ua: uaOther, action: ActionEvict, pod: "c", code: 201, took: 5 * time.Millisecond})
+	h.updatePod(terminating(c))
+	res := h.finish()
+
+	web := []BudgetRef{ref(KindPDB, "web")}
+	wantViolations := []Violation{{
+		Budget:     ref(KindPDB, "web"),
+		Disruption: Disruption{Time: tA, Component: ComponentScheduler, UserAgent: uaScheduler, Action: ActionEvict, Namespace: testNS, Pod: "a", Budgets: web, WasHealthy: true},
+		Healthy:    2, Desired: 3,
+	}, {
+		Budget:     ref(KindPDB, "web"),
+		Disruption: Disruption{Time: tC, Component: ComponentOther, UserAgent: uaOther, Action: ActionEvict, Namespace: testNS, Pod: "c", Budgets: web, WasHealthy: true},
+		Healthy:    1, Desired: 3,
+	}}
+	if diff := cmp.Diff(wantViolations, res.Violations); diff != "" {
+		t.Errorf("violations (-want,+got):\n%s", diff)
+	}
+	var refused []string
+	for _, f := range res.Refusals {
+		refused = append(refused, f.Pod)
+	}
+	if diff := cmp.Diff([]string{"b", "c"}, refused); diff != "" {
+		t.Errorf("refusals (-want,+got):\n%s", diff)
+	}
+}

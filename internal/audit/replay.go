@@ -98,6 +98,9 @@ type replayer struct {
 	// future holds, per pod, its observations not replayed yet, in order;
 	// the look-ahead for a disrupted pod's last state reads them.
 	future map[podKey][]*observation
+	// accepted holds, per pod, when each request of it that the API
+	// server accepted (2xx) was received.
+	accepted map[podKey][]time.Time
 
 	result Result
 }
@@ -139,6 +142,7 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 		byNS:      map[string]map[BudgetRef]*budgetState{},
 		workloads: map[workloadKey]workload{},
 		future:    map[podKey][]*observation{},
+		accepted:  map[podKey][]time.Time{},
 		result: Result{
 			Budgets:     []BudgetSummary{},
 			Disruptions: []Disruption{},
@@ -149,6 +153,10 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	for _, s := range steps {
 		if s.obs != nil && s.obs.isPod() {
 			r.future[s.obs.podKey] = append(r.future[s.obs.podKey], s.obs)
+		}
+		if q := s.req; q != nil && !q.dryRun && q.code >= 200 && q.code <= 299 {
+			k := podKey{q.namespace, q.pod}
+			r.accepted[k] = append(r.accepted[k], q.received)
 		}
 	}
 	logger := klog.FromContext(ctx)
@@ -255,6 +263,48 @@ func (r *replayer) workloadObserved(o *observation) {
 	}
 }
 
+// unknownOutcomeSlack bounds how long after a request answered with a
+// server error its pod may be seen terminating for the request to count as
+// carried out (see carriedOutUnanswered).
+const unknownOutcomeSlack = 2 * time.Second
+
+// carriedOutUnanswered reports whether req, answered with a server error
+// (500, 503, 504: a timeout, a client that went away), was carried out all
+// the same: its pod is seen terminating or gone while it was under way or
+// shortly after, and no accepted request of the pod explains it. The API
+// server carries a disruption out whatever it answers once it has begun (an
+// eviction whose client cancelled is answered 504 and still deletes the
+// pod). It returns req, answered when the pod was seen going.
+func (r *replayer) carriedOutUnanswered(key podKey, req *request) (request, bool) {
+	if req.code < 500 {
+		return request{}, false
+	}
+	cur := r.pods[key]
+	if cur == nil || cur.DeletionTimestamp != nil {
+		return request{}, false
+	}
+	for _, o := range r.future[key] {
+		if o.at.After(req.answered.Add(unknownOutcomeSlack)) {
+			return request{}, false
+		}
+		if o.pod != nil && o.pod.UID == cur.UID && o.pod.DeletionTimestamp == nil {
+			continue
+		}
+		for _, at := range r.accepted[key] {
+			if !at.Before(req.received) && !at.After(o.at) {
+				return request{}, false // that request explains it
+			}
+		}
+		done := *req
+		done.answered = o.at
+		if done.answered.Before(req.answered) {
+			done.answered = req.answered
+		}
+		return done, true
+	}
+	return request{}, false
+}
+
 // request judges one pod delete or eviction from the audit log.
 func (r *replayer) request(logger klog.Logger, req *request) {
 	if req.dryRun {
@@ -264,14 +314,20 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 	if ignored {
 		return
 	}
-	if req.code < 200 || req.code > 299 {
-		r.result.Refusals = append(r.result.Refusals, Refusal{
-			Time: req.received, Component: component, UserAgent: req.userAgent, Action: req.action,
-			Namespace: req.namespace, Pod: req.pod, Code: req.code, Message: req.message,
-		})
-		return
-	}
 	key := podKey{req.namespace, req.pod}
+	if req.code < 200 || req.code > 299 {
+		if done, ok := r.carriedOutUnanswered(key, req); ok {
+			// Answered 5xx, yet carried out: a disruption.
+			logger.V(2).Info("Request answered with a server error was carried out", "action", req.action, "pod", klog.KRef(req.namespace, req.pod), "code", req.code, "userAgent", req.userAgent)
+			req = &done
+		} else {
+			r.result.Refusals = append(r.result.Refusals, Refusal{
+				Time: req.received, Component: component, UserAgent: req.userAgent, Action: req.action,
+				Namespace: req.namespace, Pod: req.pod, Code: req.code, Message: req.message,
+			})
+			return
+		}
+	}
 	cur := r.pods[key]
 	pre := r.lastStateBefore(key, cur)
 	uid, requested := r.requested[key]
