@@ -49,11 +49,13 @@ test-integration:
 soak:
 	hack/soak.sh
 
-# TestPromiseAllActors alone: every actor at once against the same budgets,
-# judged by the auditor (about a minute; it also runs in make test). Pass a
-# seed with PROMISE_SEED=n.
+# TestPromiseAllActors and TestPromiseAllActorsUnderFaults on a seed from
+# the clock (about two minutes each): every actor at once against the same
+# budgets, judged by the auditor, without and with faults injected. make
+# test runs both on fixed seeds; PROMISE_SEED=n repeats a run.
+PROMISE_SEED ?= $(shell date +%s%N)
 promise:
-	$(GO) test -count=1 -run '^TestPromiseAllActors$$' -v ./test/integration $(if $(PROMISE_SEED),-args -promise.seed=$(PROMISE_SEED))
+	$(GO) test -count=1 -timeout 30m -run '^TestPromiseAllActors(UnderFaults)?$$' -v ./test/integration -args -promise.seed=$(PROMISE_SEED)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...

@@ -2,7 +2,8 @@
 # The soak: TestSoak (test/integration, build tag soak), the churn of every
 # actor against the same budgets for SOAK_DURATION (default 10m), judged by
 # the independent auditor. It prints the disruptions by actor, the refusals,
-# the 429s and the violations at the end. Not part of `make test`.
+# the 429s and the violations at the end; SOAK_FAULTS=1 puts every actor's
+# client behind the fault injector. Not part of `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -10,5 +11,8 @@ duration=${SOAK_DURATION:-10m}
 args=(-soak.duration="$duration")
 if [[ -n "${SOAK_SEED:-}" ]]; then
 	args+=(-soak.seed="$SOAK_SEED")
+fi
+if [[ -n "${SOAK_FAULTS:-}" && "${SOAK_FAULTS}" != 0 ]]; then
+	args+=(-soak.faults)
 fi
 exec "$GO" test -tags soak -count=1 -timeout 60m -run '^TestSoak$' -v ./test/integration -args "${args[@]}"

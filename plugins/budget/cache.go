@@ -51,7 +51,7 @@ type Options struct {
 	// while PodUnavailableBudgets are not served; when they become served,
 	// PUB support turns on without a restart. While discovery fails, the
 	// Cache is not synced and asks again sooner (from 500 ms, doubling up
-	// to this interval). Zero means DefaultPUBDiscoveryInterval.
+	// to 5 s). Zero means DefaultPUBDiscoveryInterval.
 	PUBDiscoveryInterval time.Duration
 	// WorkloadInformers, when set, feeds the ReplicaSets, Deployments and
 	// StatefulSets that resolve PUB targetRefs, in place of the core

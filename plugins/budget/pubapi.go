@@ -30,8 +30,13 @@ const (
 )
 
 // pubRetryFloor is the first wait before discovery is asked again after an
-// error; each further error doubles it, up to PUBDiscoveryInterval.
-const pubRetryFloor = 500 * time.Millisecond
+// error; each further error doubles it, up to pubRetryCap (or
+// PUBDiscoveryInterval, when shorter): every disruption is refused
+// meanwhile, so the wait stays short.
+const (
+	pubRetryFloor = 500 * time.Millisecond
+	pubRetryCap   = 5 * time.Second
+)
 
 // Reasons the Cache is not synced (NotSynced).
 const (
@@ -63,7 +68,7 @@ func (c *Cache) followPUBAPI(ctx context.Context, opts Options) {
 			c.mu.RUnlock()
 			if failing {
 				next = wait
-				wait = min(2*wait, interval)
+				wait = min(2*wait, pubRetryCap, interval)
 			} else {
 				wait = min(pubRetryFloor, interval)
 			}

@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/budgetguard/budgetguard/internal/audit"
+	"github.com/budgetguard/budgetguard/internal/faults"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/sandbox"
@@ -78,6 +79,8 @@ type churnConfig struct {
 	// has passed.
 	disruptions              int
 	minDuration, maxDuration time.Duration
+	// faults turns the fault mode on (faults_test.go).
+	faults bool
 }
 
 // churnResult is what the auditor concluded about the churn's namespace,
@@ -93,6 +96,11 @@ type churnResult struct {
 	flaps, edits, waves  int64
 	preemptorsBound      int64
 	rolls                int64
+	// faults is the fault mode's injector (nil without it);
+	// notSynced counts budgetguard's refusals because its cache was not
+	// synced, by component.
+	faults    *faults.Injector
+	notSynced [2]float64
 }
 
 // disruptionsBy counts the auditor's disruptions in the namespace by
@@ -152,6 +160,9 @@ func (r *churnResult) summary() string {
 	fmt.Fprintf(&b, "API refusals by actor/code %v; 429s: direct evictor %d, descheduler %d, scheduler %d\n", sortedMap(r.refusalsBy()),
 		r.evictor.Count(http.StatusTooManyRequests), r.descheduler.Count(http.StatusTooManyRequests), r.refusalsBy()["scheduler/429"])
 	fmt.Fprintf(&b, "preemption waves %d (preemptors bound %d), readiness flaps %d, budget edits %d, rollouts %d\n", r.waves, r.preemptorsBound, r.flaps, r.edits, r.rolls)
+	if r.faults != nil {
+		fmt.Fprintf(&b, "faults injected: %s; refusals because the budget cache was not synced: scheduler %.0f, descheduler %.0f\n", r.faults, r.notSynced[0], r.notSynced[1])
+	}
 	ours, others := r.splitViolations()
 	fmt.Fprintf(&b, "violations: %d (by budgetguard's scheduler and descheduler %d; by the API server's own decisions on direct evictions and rollouts %d)", len(r.res.Violations), len(ours), len(others))
 	for _, v := range r.res.Violations {
@@ -301,10 +312,24 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		}
 	})
 
+	// The fault mode starts before the components: they start while
+	// discovery fails.
+	var inj *faults.Injector
+	schedBefore, deschedBefore := notSyncedRefusals(t)
+	if cfg.faults {
+		inj = churnInjector(t, cfg.seed)
+		clientFaults.Store(inj)
+		t.Cleanup(func() { clientFaults.Store(nil) })
+		inj.Arm()
+	}
+
 	// One kube-scheduler, two profiles, both BudgetAwarePreemption with
 	// Delete actuation.
 	c.scheds = [2]string{"churn-a-" + c.ns, "churn-b-" + c.ns}
 	schedCfg := rest.AddUserAgent(rest.CopyConfig(cp.Config), churnSchedulerUserAgent)
+	if inj != nil {
+		schedCfg = inj.WrapConfig(schedCfg)
+	}
 	schedClient, err := kubernetes.NewForConfig(schedCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -359,6 +384,9 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		return true, nil
 	})
 
+	if inj != nil {
+		inj.Arm() // the descheduler starts while discovery fails, too
+	}
 	stopDescheduler := startDeschedulerLoops(t, testobj.DeschedulerPolicy{
 		NodeSelector: sel, Namespace: c.ns, BudgetAware: true,
 		Strategy: "PodLifeTime", StrategyArgs: fmt.Sprintf("{maxPodLifeTimeSeconds: %d}", int(cfg.podLifeTime.Seconds())), ExtensionPoint: "deschedule",
@@ -404,6 +432,10 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 	descheduler := stopDescheduler()
 	stopScheduler()
 	elapsed := time.Since(began)
+	if inj != nil {
+		inj.Pause()
+	}
+	schedAfter, deschedAfter := notSyncedRefusals(t)
 
 	finished = true
 	res, err := a.Finish(ctx)
@@ -411,7 +443,8 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		t.Fatalf("auditor: %v", err)
 	}
 	out := &churnResult{ns: c.ns, elapsed: elapsed, evictor: evictor, descheduler: descheduler,
-		flaps: c.flaps.Load(), edits: c.edits.Load(), waves: c.waves.Load(), preemptorsBound: c.bound.Load(), rolls: c.rolls.Load()}
+		flaps: c.flaps.Load(), edits: c.edits.Load(), waves: c.waves.Load(), preemptorsBound: c.bound.Load(), rolls: c.rolls.Load(),
+		faults: inj, notSynced: [2]float64{schedAfter - schedBefore, deschedAfter - deschedBefore}}
 	out.res.Disruptions = slices.DeleteFunc(res.Disruptions, func(d audit.Disruption) bool { return d.Namespace != c.ns })
 	out.res.Refusals = slices.DeleteFunc(res.Refusals, func(r audit.Refusal) bool { return r.Namespace != c.ns })
 	// Violations are kept whatever their namespace: there must be none.

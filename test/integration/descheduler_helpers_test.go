@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/descheduler/pkg/framework/pluginregistry"
 
 	"github.com/budgetguard/budgetguard/internal/deschedulerpolicy"
+	"github.com/budgetguard/budgetguard/internal/faults"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
@@ -38,6 +40,10 @@ import (
 type evictionCounter = testenv.EvictionCounter
 
 var setupRegistry sync.Once
+
+// clientFaults, while set, is the fault injector every client the
+// descheduler helpers build goes through (the churn's fault mode).
+var clientFaults atomic.Pointer[faults.Injector]
 
 // runDescheduler runs one loop of the real descheduler (its
 // RunDeschedulerStrategies, as its Run does after building clients) with
@@ -95,6 +101,20 @@ func deschedulerServer(t *testing.T, policy, userAgent string, failFirst int) (*
 	setupRegistry.Do(func() {
 		deschedulerpolicy.SetupPlugins(budgetevictor.Options{
 			Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) {
+				if inj := clientFaults.Load(); inj != nil {
+					// The churn's fault mode: the evictor's Kruise
+					// client and discovery go through the injector too.
+					cfg := inj.WrapConfig(rest.AddUserAgent(rest.CopyConfig(cp.Config), deschedulerUserAgent))
+					kc, err := kruiseclientset.NewForConfig(cfg)
+					if err != nil {
+						return nil, nil, err
+					}
+					disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+					if err != nil {
+						return nil, nil, err
+					}
+					return kc, disc, nil
+				}
 				return cp.KruiseClient, cp.Client.Discovery(), nil
 			},
 			Workloads: func() (kubernetes.Interface, error) { return cp.Client, nil },
@@ -130,6 +150,9 @@ func countingClient(t *testing.T, userAgent string, qps float32, failFirst int) 
 	cfg := rest.AddUserAgent(rest.CopyConfig(cp.Config), userAgent)
 	cfg.QPS, cfg.Burst = qps, int(qps)
 	cfg.Wrap(counter.Wrap)
+	if inj := clientFaults.Load(); inj != nil {
+		cfg = inj.WrapConfig(cfg)
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"flag"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,9 +10,32 @@ import (
 )
 
 var (
-	promiseSeed        = flag.Int64("promise.seed", 0, "seed of TestPromiseAllActors; 0 takes one from the clock (the test logs it)")
+	promiseSeed        = flag.Int64("promise.seed", 0, "seed of TestPromiseAllActors and TestPromiseAllActorsUnderFaults; 0 runs their fixed seeds (make test); make promise passes one from the clock")
 	promiseDisruptions = flag.Int("promise.disruptions", 300, "disruptions TestPromiseAllActors must see")
 )
+
+// The fixed seeds make test runs: a run of make test is deterministic in
+// what it tries. Every seed that ever failed stays here as a regression
+// case, with what it found. Clock-seeded runs belong to make promise and
+// make soak.
+var (
+	promiseSeeds = []int64{
+		// The auditor judged an eviction of app-06 by the descheduler a
+		// violation that the PDB's status never showed (see
+		// docs/operations.md, "The judge").
+		5150,
+		20261125,
+	}
+	promiseFaultSeeds = []int64{7}
+)
+
+// seedsOf returns the seeds to run: -promise.seed when given, else fixed.
+func seedsOf(fixed []int64) []int64 {
+	if *promiseSeed != 0 {
+		return []int64{*promiseSeed}
+	}
+	return fixed
+}
 
 // TestPromiseAllActors: every actor that takes pods away, at once, against
 // the same budgets, and the independent auditor counts no violation by
@@ -33,10 +57,25 @@ var (
 // the auditor must count at least that many, across at least 20 budgets,
 // with every actor among them, and none by budgetguard.
 func TestPromiseAllActors(t *testing.T) {
-	seed := *promiseSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
+	for _, seed := range seedsOf(promiseSeeds) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { promiseAllActors(t, seed, false) })
 	}
+}
+
+// TestPromiseAllActorsUnderFaults is TestPromiseAllActors in the churn's
+// fault mode (faults_test.go): discovery errors at start-up and later,
+// watch disconnects and expired watches, 5xx, timeouts before and after
+// the server applied a write, 429s with Retry-After and slow answers on
+// every actor's client. The verdict must be the same: no violation by
+// budgetguard. The summary gives the faults injected by kind and
+// budgetguard's refusals because its cache was not synced.
+func TestPromiseAllActorsUnderFaults(t *testing.T) {
+	for _, seed := range seedsOf(promiseFaultSeeds) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { promiseAllActors(t, seed, true) })
+	}
+}
+
+func promiseAllActors(t *testing.T, seed int64, withFaults bool) {
 	t.Logf("seed %d (run it again with -args -promise.seed=%d)", seed, seed)
 	r := runChurn(t, churnConfig{
 		seed: seed,
@@ -45,8 +84,18 @@ func TestPromiseAllActors(t *testing.T) {
 		descheduleEvery: 2 * time.Second, podLifeTime: 10 * time.Second,
 		evictEvery: 150 * time.Millisecond, flapEvery: 400 * time.Millisecond, editEvery: 2 * time.Second,
 		disruptions: *promiseDisruptions, maxDuration: 150 * time.Second,
+		faults: withFaults,
 	})
 	t.Log(r.summary())
+	if withFaults && len(r.faults.Counts()) > 0 {
+		injected := 0
+		for _, n := range r.faults.Counts() {
+			injected += n
+		}
+		if injected == 0 {
+			t.Error("the fault mode injected no fault")
+		}
+	}
 
 	ours, others := r.splitViolations()
 	if n := len(ours); n != 0 {
