@@ -26,7 +26,7 @@ func TestAsyncPreemptionActivatesWhenTheGateTookTheLastVictim(t *testing.T) {
 	p := preemptor("2", 100)
 	pods := []*v1.Pod{
 		pod("keep-0", "n1", "", 200, true).Obj(), pod("keep-1", "n1", "", 200, true).Obj(),
-		pod("free-0", "n1", "", 5, true).Obj(), // upstream's first victim, spends nothing
+		pod("free-0", "n1", "", 5, true).Obj(),   // upstream's first victim, spends nothing
 		pod("web-0", "n1", "web", 0, true).Obj(), // upstream's last victim, spends pdb web
 		p,
 	}
