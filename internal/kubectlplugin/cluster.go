@@ -62,6 +62,10 @@ func openCluster(ctx context.Context, cfg *rest.Config, namespace string) (*clus
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !c.cache.WaitForCacheSync(syncCtx) {
+		if reason, why := c.cache.NotSynced(); reason == budget.NotSyncedDiscovery {
+			// An answer without the PUBs could call a PUB-protected pod free.
+			return nil, fmt.Errorf("cannot tell whether %s serves PodUnavailableBudgets within %s: %s", cfg.Host, syncTimeout, why)
+		}
 		where := "all namespaces"
 		if namespace != "" {
 			where = "namespace " + namespace
