@@ -63,6 +63,11 @@
 //     answer, or a desired count that fell, counted for it. At each moment
 //     the count leaves out this pod and the pods of the disruptions that
 //     took effect before this one did (not those received before it).
+//     A disruption of a pod that a PUB's status records as disrupted
+//     (status.disruptedPods) is judged from the moment that record
+//     appeared, when it is at most 5 s older than the request: no API
+//     server checks a PUB, and the record, written before the request as
+//     OpenKruise's webhook writes it at admission, is the decision.
 //     Deletes by controllers (a ReplicaSet
 //     scaling down) are disruptions of ComponentOther and are judged the same
 //     way.

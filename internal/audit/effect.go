@@ -77,17 +77,49 @@ func (r *replayer) snapshot(e *disruptionEffect) {
 		if !b.live {
 			continue
 		}
-		var s snapshot
-		s.desired = b.desired
-		for name, p := range r.podsByNS[b.ref.Namespace] {
-			if podHealthy(p) && b.cov.covers(p, r.workloads) {
-				s.healthy = append(s.healthy, podUID{podKey{b.ref.Namespace, name}, p.UID})
-			}
-		}
+		s := r.healthyNow(b)
 		if n := len(j.snaps); n > 0 && j.snaps[n-1].desired == s.desired && slices.EqualFunc(sortedPods(j.snaps[n-1].healthy), sortedPods(s.healthy), func(a, b podUID) bool { return a == b }) {
 			continue
 		}
 		j.snaps = append(j.snaps, s)
+	}
+}
+
+// healthyNow is b's covered pods that are Ready and not terminating now,
+// and its desired count.
+func (r *replayer) healthyNow(b *budgetState) snapshot {
+	s := snapshot{desired: b.desired}
+	for name, p := range r.podsByNS[b.ref.Namespace] {
+		if podHealthy(p) && b.cov.covers(p, r.workloads) {
+			s.healthy = append(s.healthy, podUID{podKey{b.ref.Namespace, name}, p.UID})
+		}
+	}
+	return s
+}
+
+// admit follows the disruption records of a PUB's status (o): a pod newly
+// recorded is remembered with the budget as it is now, which is when its
+// disruption was decided (see admissionWindow); a record that went is
+// forgotten.
+func (r *replayer) admit(b *budgetState, o *observation) {
+	recorded := o.pub.Status.DisruptedPods
+	for name := range b.admitted {
+		if _, ok := recorded[name]; !ok {
+			delete(b.admitted, name)
+		}
+	}
+	for name := range recorded {
+		if _, ok := b.admitted[name]; ok {
+			continue
+		}
+		p := r.pods[podKey{b.ref.Namespace, name}]
+		if p == nil {
+			continue
+		}
+		if b.admitted == nil {
+			b.admitted = map[string]admission{}
+		}
+		b.admitted[name] = admission{at: o.at, uid: p.UID, snap: r.healthyNow(b)}
 	}
 }
 

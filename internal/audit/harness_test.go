@@ -201,6 +201,9 @@ func (h *harness) updatePDB(p *policyv1.PodDisruptionBudget) {
 func (h *harness) createPUB(p *kruisepolicy.PodUnavailableBudget) {
 	write(h, "create", h.kruise.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).Create, p, metav1.CreateOptions{})
 }
+func (h *harness) updatePUB(p *kruisepolicy.PodUnavailableBudget) {
+	write(h, "update", h.kruise.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).Update, p, metav1.UpdateOptions{})
+}
 
 func (h *harness) deletePod(p *corev1.Pod) {
 	h.t.Helper()

@@ -157,3 +157,38 @@ func TestRequestAnsweredWithAServerErrorButCarriedOut(t *testing.T) {
 		t.Errorf("refusals (-want,+got):\n%s", diff)
 	}
 }
+
+// A PUB disruption is decided when its record is written into the PUB's
+// status (no API server checks a PUB; OpenKruise's webhook records at
+// admission, and so does budgetguard before it sends the request). A
+// covered pod that turns not Ready between the record and the request
+// does not make the disruption a violation: when it was decided, it left
+// enough. (Recorded in TestPromiseAllActorsUnderFaults, seed 13, PUB
+// app-02: the descheduler's record of hj2hx seen at 43.877, lthf9 seen not
+// Ready at 43.948, the eviction, slowed by an injected delay, received at
+// 43.958.) Without a record, the same history is a violation.
+func TestPUBDisruptionJudgedFromItsRecord(t *testing.T) {
+	for _, recorded := range []bool{true, false} {
+		t.Run(map[bool]string{true: "recorded", false: "unrecorded"}[recorded], func(t *testing.T) {
+			h := newHarness(t, testOptions())
+			web := pub("web", 2).MatchLabels("app", "web")
+			h.createPUB(web.Obj())
+			a, b := webPod("a"), webPod("b")
+			for _, p := range []*testobj.PodWrapper{a, b, webPod("c")} {
+				h.createPod(p.Obj())
+			}
+			if recorded {
+				h.updatePUB(web.Disrupted(time.Now(), "a").Obj())
+			}
+			h.updatePod(b.Ready(false).Obj())
+			h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201, took: 5 * time.Millisecond})
+			h.updatePod(terminating(a))
+			res := h.finish()
+			if got := len(res.Violations); recorded && got != 0 {
+				t.Errorf("want no violation, got %+v", res.Violations)
+			} else if !recorded && got != 1 {
+				t.Errorf("want 1 violation, got %+v", res.Violations)
+			}
+		})
+	}
+}

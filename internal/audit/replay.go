@@ -59,7 +59,29 @@ type budgetState struct {
 	lowest        int32
 	lowestDesired int32
 	disruptions   int
+
+	// admitted holds, for a PUB, the pods its status records as disrupted
+	// (status.disruptedPods) and what the budget looked like when the
+	// record first appeared: see admissionWindow.
+	admitted map[string]admission
 }
+
+// admission is the record of a pod's disruption in a PUB's status, and the
+// budget's healthy pods when it appeared.
+type admission struct {
+	at   time.Time
+	uid  types.UID
+	snap snapshot
+}
+
+// admissionWindow bounds how long before a request a PUB's record of its
+// pod's disruption counts as the moment it was decided. No API server checks
+// a PUB: the one who disrupts writes the record into the PUB's status first,
+// as OpenKruise's webhook does at admission, and that write is the decision;
+// the request follows (a round trip later, longer when the API server is
+// slow). A disruption of such a pod is judged from the record on, as an
+// eviction is judged from the time the API server received it.
+const admissionWindow = 5 * time.Second
 
 // step is an observation or a request in the merged timeline.
 type step struct {
@@ -236,6 +258,7 @@ func (r *replayer) budgetObserved(o *observation) {
 		b.cov = pubCoverage(o.pub)
 		b.desired = o.pub.Status.DesiredAvailable
 		b.statusKnown = o.pub.Status.ObservedGeneration > 0 || b.desired > 0
+		r.admit(b, o)
 	default:
 		b.live = false
 	}
@@ -355,7 +378,11 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 	r.result.Disruptions = append(r.result.Disruptions, d)
 	e := &disruptionEffect{at: r.effectTime(key, pre, req), key: key, uid: pre.UID, answered: req.answered, d: d}
 	for _, b := range covering {
-		e.judged = append(e.judged, &judgement{budget: b})
+		j := &judgement{budget: b}
+		if a, ok := b.admitted[req.pod]; ok && a.uid == pre.UID && !a.at.Before(req.received.Add(-admissionWindow)) {
+			j.snaps = append(j.snaps, a.snap)
+		}
+		e.judged = append(e.judged, j)
 	}
 	i, _ := slices.BinarySearchFunc(r.effects, e.at, func(x *disruptionEffect, at time.Time) int {
 		if x.at.After(at) {

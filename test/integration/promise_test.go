@@ -26,7 +26,14 @@ var (
 		5150,
 		20261125,
 	}
-	promiseFaultSeeds = []int64{7}
+	promiseFaultSeeds = []int64{
+		7,
+		// The auditor charged the descheduler with a PUB violation: a
+		// covered pod turned not Ready between the PUB record (the
+		// decision) and the eviction, which an injected delay held back
+		// (see internal/audit, admissionWindow).
+		13,
+	}
 )
 
 // seedsOf returns the seeds to run: -promise.seed when given, else fixed.
