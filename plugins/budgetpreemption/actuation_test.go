@@ -187,15 +187,26 @@ func refusedEnv(t *testing.T) (*env, *evictionServer, *v1.Pod) {
 	args.Mode = ModeBestEffort
 	args.Actuation = ActuationEvict
 	e := newEnv(t, args, []*v1.Node{node("n1")}, append(pods, p), []*policyv1.PodDisruptionBudget{appPDB("web", 1, 1, 0).Obj()})
-	srv := &evictionServer{deny: map[string]bool{"web-0": true}, calls: map[string]int{}}
+	srv, cs := serveEvictions(t, "web-0")
+	e.pl.fh = &evictionHandle{Handle: e.fw, cs: cs}
+	return e, srv, p
+}
+
+// serveEvictions serves an evictionServer that refuses the victims in deny
+// until the test ends, and returns it with a client of it.
+func serveEvictions(t *testing.T, deny ...string) (*evictionServer, kubernetes.Interface) {
+	t.Helper()
+	srv := &evictionServer{deny: map[string]bool{}, calls: map[string]int{}}
+	for _, name := range deny {
+		srv.deny[name] = true
+	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.pl.fh = &evictionHandle{Handle: e.fw, cs: cs}
-	return e, srv, p
+	return srv, cs
 }
 
 func (e *env) postFilterN1(t *testing.T, p *v1.Pod) (*fwk.PostFilterResult, *fwk.Status) {

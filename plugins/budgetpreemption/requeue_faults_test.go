@@ -1,7 +1,6 @@
 package budgetpreemption
 
 import (
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -51,13 +49,7 @@ func apiRefusesEnv(t *testing.T) (*env, *refusingHandle, *evictionServer, *v1.Po
 	p := preemptor("4", 100)
 	pods := append(replicas("web", "n1", "web", true, 0), replicas("free", "n1", "", true, 0, 0, 0)...)
 	e := newEnv(t, nil, []*v1.Node{node("n1")}, append(pods, p), []*policyv1.PodDisruptionBudget{appPDB("web", 1, 0, 1).Obj()})
-	srv := &evictionServer{deny: map[string]bool{"web-0": true}, calls: map[string]int{}}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cs := serveEvictions(t, "web-0")
 	h := &refusingHandle{Handle: e.fw, cs: cs, activated: make(chan map[string]*v1.Pod, 10)}
 	e.pl.fh = h
 	if err := e.pl.watchBudgetInformers(e.ctx, e.fw.SharedInformerFactory(), nil); err != nil {
