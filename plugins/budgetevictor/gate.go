@@ -130,6 +130,17 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admit
 			return admitted{}, g.refuse(namespace, name, ReasonPUBRecordFailed, err.Error())
 		}
 	}
+	// The PUB record took a round trip: a covered pod may have turned not
+	// Ready since the decision. Checked against the live count once more
+	// just before the eviction is sent, as preemption checks each victim.
+	if err := c.RecheckLive(pod, budget.OperationEvict); err != nil {
+		a.failed(ctx, g, true)
+		var de *budget.DeniedError
+		if errors.As(err, &de) {
+			return admitted{}, g.refuse(namespace, name, string(de.Decision.Reason()), de.Decision.Message())
+		}
+		return admitted{}, g.refuse(namespace, name, string(budget.ReasonStatusBehindPods), err.Error())
+	}
 	if r != nil {
 		reservations.Inc()
 		g.logger.V(3).Info("Reserved disruption budget for eviction", "pod", klog.KObj(pod), "budgets", d.Spends)

@@ -12,6 +12,7 @@ import (
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	frameworkfake "sigs.k8s.io/descheduler/pkg/framework/fake"
 
@@ -189,5 +191,53 @@ func TestNoKruiseClientRefusesUntilThereIsOne(t *testing.T) {
 	}
 	if p.PreEvictionFilter(webPod("a").Obj()) {
 		t.Error("PreEvictionFilter(a) = true under a PUB that allows nothing")
+	}
+}
+
+// TestGateRechecksAfterThePUBRecord: writing the PUB record takes a round
+// trip, in which a covered pod may turn not Ready. The gate checks the live
+// count again just before it sends the eviction: it refuses
+// (StatusBehindPods), takes the record back, and sends nothing. Before, the
+// eviction went and left the PUB short (seen in make soak: a pod of PUB
+// app-04 turned not Ready 17 ms before the descheduler's record).
+func TestGateRechecksAfterThePUBRecord(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	srv, real := realClientset(t)
+	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+	disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
+	core := fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj())
+	p := pluginOn(t, nil, Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc, disc, nil }}, core, real)
+	c := cacheOf(t, p)
+	ctx := context.Background()
+	flapped := false
+	kc.PrependReactor("update", "podunavailablebudgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || flapped {
+			return false, nil, nil
+		}
+		flapped = true
+		// b turns not Ready while the record is written.
+		if _, err := core.CoreV1().Pods(ns).Update(ctx, webPod("b").Ready(false).Obj(), metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+		for c.LiveHealthy(budget.KindPUB, ns, "web") != 2 {
+			time.Sleep(time.Millisecond)
+		}
+		return false, nil, nil
+	})
+	err := evict(ctx, real, "a")
+	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), string(budget.ReasonStatusBehindPods)) {
+		t.Fatalf("eviction of a: %v, want the gate's 429 for StatusBehindPods", err)
+	}
+	if n := srv.evictions("a"); n != 0 {
+		t.Errorf("the server saw %d evictions of a, want 0", n)
+	}
+	pub, err := kc.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pub.Status.DisruptedPods["a"]; ok {
+		t.Errorf("a's record is still in the PUB's status (%v); it must be taken back", pub.Status.DisruptedPods)
 	}
 }
