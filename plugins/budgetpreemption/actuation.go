@@ -252,6 +252,15 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 	if err := pl.recordPUBs(ctx, cr, preemptorPod, victim); err != nil {
 		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "The disruption of a victim could not be recorded in its PodUnavailableBudget")
 	}
+	if pl.hasPUBRecords(cr, victim) {
+		// The record took a round trip, in which a covered pod may have
+		// turned not Ready: checked once more, and the record taken back
+		// when the victim stays.
+		if err := pl.recheck(preemptorPod, victim); err != nil {
+			pl.takeBackPUBRecords(ctx, cr, victim)
+			return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
+		}
+	}
 	var err error
 	if pl.deletes(preemptorPod, cr, victim) {
 		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
@@ -332,6 +341,25 @@ func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateRe
 		cr.recordsMu.Unlock()
 	}
 	return err
+}
+
+// hasPUBRecords reports whether PUB records were written for victim.
+func (pl *BudgetAwarePreemption) hasPUBRecords(cr *candidateReservation, victim *v1.Pod) bool {
+	cr.recordsMu.Lock()
+	defer cr.recordsMu.Unlock()
+	return len(cr.pubRecords[victim.UID]) > 0
+}
+
+// takeBackPUBRecords takes back the PUB records of a victim that will not
+// be disrupted.
+func (pl *BudgetAwarePreemption) takeBackPUBRecords(ctx context.Context, cr *candidateReservation, victim *v1.Pod) {
+	cr.recordsMu.Lock()
+	recs := cr.pubRecords[victim.UID]
+	delete(cr.pubRecords, victim.UID)
+	cr.recordsMu.Unlock()
+	if err := budget.UndoPUBRecords(ctx, pl.kruise, recs); err != nil {
+		klog.FromContext(ctx).Info("Warning: the disruption of a victim that stays is still recorded in its PodUnavailableBudget; the record times out", "victim", klog.KObj(victim), "err", err)
+	}
 }
 
 // undoPUBRecords takes back the PUB records of victim when the API server

@@ -340,3 +340,54 @@ func withWebPUB(t *testing.T, e *env) (*kruisefake.Clientset, *budget.Cache) {
 	e.pl.budgets, e.pl.kruise = bc, kc
 	return kc, bc
 }
+
+// TestVictimRecheckedAfterItsPUBRecord: web-1 turns not Ready while web-0's
+// disruption is written into PUB web (a round trip). The victim is checked
+// against the live count once more before it goes: refused
+// (StatusBehindPods), not deleted, and its record taken back. Before, the
+// only check came before the record.
+func TestVictimRecheckedAfterItsPUBRecord(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	pods := replicas("web", "n1", "web", true, 0, 0, 0)
+	args := DefaultArgs()
+	args.Actuation = ActuationDelete
+	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, nil)
+	kc, bc := withWebPUB(t, e)
+	cs := e.fw.ClientSet()
+	flapped := false
+	kc.PrependReactor("update", "podunavailablebudgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || flapped {
+			return false, nil, nil
+		}
+		flapped = true
+		notReady := pods[1].DeepCopy()
+		notReady.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}
+		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(e.ctx, notReady, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+		for bc.LiveHealthy(budget.KindPUB, ns, "web") != 2 {
+			time.Sleep(time.Millisecond)
+		}
+		return false, nil, nil
+	})
+	var deleted []string
+	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+		deleted = append(deleted, victim.Name)
+		return nil
+	}
+	err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", pods[:1]}, testPreemptor{preemptor("1", 100)}, pods[0], Name)
+	var de *budget.DeniedError
+	if !errors.As(err, &de) || de.Decision.Reason() != budget.ReasonStatusBehindPods {
+		t.Fatalf("preempting web-0: %v, want the live count's refusal (StatusBehindPods)", err)
+	}
+	if len(deleted) != 0 {
+		t.Errorf("deleted %v, want nothing", deleted)
+	}
+	pub, err := kc.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(e.ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pub.Status.DisruptedPods["web-0"]; ok {
+		t.Errorf("web-0's record is still in the PUB's status (%v); it must be taken back", pub.Status.DisruptedPods)
+	}
+}
