@@ -1,16 +1,13 @@
 package budget
 
 import (
-	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -443,146 +440,6 @@ func (c *Cache) onWorkloadUpdate(oldObj, obj any) {
 	if err1 != nil || err2 != nil || o.GetUID() != n.GetUID() || !equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) {
 		c.onWorkload(obj)
 	}
-}
-
-// liveShortfall checks a disruption of pod that the status of budget k
-// allows against the live count: it returns a refusal message when the
-// covered pods that are healthy now, less those already being disrupted
-// (recorded in the status's disrupted or unavailable pods, or held in the
-// ledger) and less planned, leave nothing above desired. lc is k's count
-// when the caller has it (a PDB's entry), nil to look it up; self is the
-// pod's own livePod when the caller has looked it up. pod must be healthy
-// for k's kind (a pod that is not takes nothing from the count); when the
-// informer has not counted it yet, it counts itself. The caller holds
-// c.ledger.mu and c.live.mu (read locks are enough).
-func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCount, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
-	x := c.live
-	if lc == nil {
-		lc = x.counts[k]
-	}
-	var healthy int32
-	if lc != nil {
-		healthy = lc.n
-	}
-	busy := c.liveBusy(pod, k, disrupted, unavailable, now)
-	// The pod itself is counted among the healthy, never among the busy:
-	// taking it costs one healthy pod even when the status records it as
-	// disrupted already (a record whose disruption has not happened: an
-	// eviction that timed out after the API server recorded it) or the
-	// ledger holds it (its own reservation, rechecked before it goes).
-	if self == nil {
-		self = x.selfOf(pod)
-	}
-	if self == nil || self.uid != pod.UID || !self.counts(k) {
-		healthy++
-	}
-	if healthy-busy-desired-planned >= 1 {
-		return "", false
-	}
-	return liveMessage(statusHealthy, healthy, busy, desired, planned), true
-}
-
-// liveBusy counts the pods other than pod that the live count has healthy
-// against k but that are already being disrupted: recorded in the status's
-// disrupted or unavailable pods, or held in the ledger. The caller holds
-// c.ledger.mu and c.live.mu (read locks are enough).
-func (c *Cache) liveBusy(pod *v1.Pod, k budgetKey, disrupted, unavailable map[string]metav1.Time, now time.Time) int32 {
-	x := c.live
-	var busy int32
-	healthyOther := func(name string) bool {
-		p := x.pods[podKey{k.namespace, name}]
-		return name != pod.Name && p != nil && p.counts(k)
-	}
-	for name := range disrupted {
-		if healthyOther(name) {
-			busy++
-		}
-	}
-	for name := range unavailable {
-		if _, dup := disrupted[name]; !dup && healthyOther(name) {
-			busy++
-		}
-	}
-	bs := c.ledger.budgets[k]
-	if bs == nil {
-		return busy
-	}
-	self := podKey{pod.Namespace, pod.Name}
-	for _, e := range bs.entries {
-		if e.pod == self || !c.ledger.live(e, bs, now) {
-			continue
-		}
-		if _, dup := disrupted[e.pod.name]; dup {
-			continue
-		}
-		if _, dup := unavailable[e.pod.name]; dup {
-			continue
-		}
-		if p := x.pods[e.pod]; p != nil && p.uid == e.podUID && p.counts(k) {
-			busy++
-		}
-	}
-	return busy
-}
-
-// RecheckLive checks pod against the live count of every budget that
-// protects it, just before it is disrupted: the decision may have been made
-// a while before (a preemption reserves all its victims at once, then
-// disrupts them one by one), and a covered pod may have turned not Ready
-// since. The pod's own reservation does not count against it. It returns a
-// *DeniedError (StatusBehindPods) when a budget would be left below its
-// desired count, and nil when the pod is not healthy, ignores budgets, or
-// the live count is not complete yet. The budgets' statuses are not checked
-// again here: the API server (an eviction) or the PUB record does that.
-func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
-	if !c.liveCounted() || ignoresBudgets(pod) {
-		return nil
-	}
-	var pdbBuf [2]*pdbEntry
-	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
-	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
-	c.ledger.mu.RLock()
-	defer c.ledger.mu.RUnlock()
-	c.live.mu.RLock()
-	defer c.live.mu.RUnlock()
-	now := c.clock.Now()
-	var denials []Denial
-	if healthyForPDB(pod) {
-		for _, e := range pdbs {
-			st := &e.pdb.Load().Status
-			if msg, short := c.liveShortfall(pod, nil, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
-				denials = append(denials, *deny(e.spends[0], ReasonStatusBehindPods, "%s", msg).denial)
-			}
-		}
-	}
-	if healthyForPUB(pod) {
-		for _, pub := range pubs {
-			if pubExempts(pod, pub, op) {
-				continue
-			}
-			st := &pub.Status
-			k := budgetKey{KindPUB, pub.Namespace, pub.Name}
-			if msg, short := c.liveShortfall(pod, nil, k, nil, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
-				denials = append(denials, *deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg).denial)
-			}
-		}
-	}
-	if len(denials) == 0 {
-		return nil
-	}
-	return &DeniedError{Pod: pod, Decision: Decision{Denials: denials}}
-}
-
-func liveMessage(statusHealthy, healthy, busy, desired, planned int32) string {
-	msg := fmt.Sprintf("the status counts %d healthy, but %d covered pods are healthy now", statusHealthy, healthy)
-	if busy > 0 {
-		msg += fmt.Sprintf(" (%d of them being disrupted)", busy)
-	}
-	msg += fmt.Sprintf(" and %d are desired: the budget's controller has not counted a change yet", desired)
-	if planned > 0 {
-		msg += fmt.Sprintf("; needs %d (this pod and %d other of the same disruption)", planned+1, planned)
-	}
-	return msg
 }
 
 // liveCounted reports whether the live count is complete: the pod informer
