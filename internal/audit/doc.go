@@ -68,6 +68,11 @@
 //     appeared, when it is at most 5 s older than the request: no API
 //     server checks a PUB, and the record, written before the request as
 //     OpenKruise's webhook writes it at admission, is the decision.
+//     A pod that changed less than 10 ms before the request was received
+//     counts, at that moment, as it was before the change: no component
+//     could have seen the change when it decided (informers deliver a write
+//     later, and the Eviction API decides on a status written after its
+//     controller's informer saw it).
 //     Deletes by controllers (a ReplicaSet
 //     scaling down) are disruptions of ComponentOther and are judged the same
 //     way.

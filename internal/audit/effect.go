@@ -97,6 +97,55 @@ func (r *replayer) healthyNow(b *budgetState) snapshot {
 	return s
 }
 
+// knowledgeLag bounds how long after a pod's write any component can have
+// it: informers deliver it that much later, and a disruption is decided
+// some time before its request reaches the API server (the Eviction API
+// itself decides on a budget status its controller wrote after its own
+// informer saw the pod). A pod that changed less than this before a
+// request is judged as it was before the change: no check, budgetguard's
+// or the API server's, could have seen it. Seen in make soak: a pod turned
+// not Ready 0 to 3.5 ms before an eviction was received.
+const knowledgeLag = 10 * time.Millisecond
+
+// podChange is a pod's last change (when a change follows another within
+// knowledgeLag, the first's): when, and the pod before it (nil: it did not
+// exist).
+type podChange struct {
+	at     time.Time
+	before *corev1.Pod
+}
+
+// asKnown is b's covered healthy pods as the informers had them
+// knowledgeLag before at, and reports whether any pod changed since (if
+// none did, the snapshot at the request says the same).
+func (r *replayer) asKnown(b *budgetState, at time.Time) (snapshot, bool) {
+	since := at.Add(-knowledgeLag)
+	s := snapshot{desired: b.desired}
+	changed := false
+	seen := map[string]bool{}
+	add := func(name string, p *corev1.Pod) {
+		if p != nil && podHealthy(p) && b.cov.covers(p, r.workloads) {
+			s.healthy = append(s.healthy, podUID{podKey{b.ref.Namespace, name}, p.UID})
+		}
+	}
+	for name, p := range r.podsByNS[b.ref.Namespace] {
+		key := podKey{b.ref.Namespace, name}
+		seen[name] = true
+		if c, ok := r.changed[key]; ok && c.at.After(since) {
+			changed = true
+			p = c.before
+		}
+		add(name, p)
+	}
+	for key, c := range r.changed {
+		if key.namespace == b.ref.Namespace && !seen[key.name] && c.at.After(since) {
+			changed = true
+			add(key.name, c.before) // gone since
+		}
+	}
+	return s, changed
+}
+
 // admit follows the disruption records of a PUB's status (o): a pod newly
 // recorded is remembered with the budget as it is now, which is when its
 // disruption was decided (see admissionWindow); a record that went is

@@ -67,6 +67,13 @@ func (c *tickClock) now() time.Time {
 	return c.t
 }
 
+// advance moves the clock on by d.
+func (c *tickClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 // harness runs an Auditor on fake clientsets and a synthetic audit log.
 type harness struct {
 	t       *testing.T

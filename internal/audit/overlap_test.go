@@ -192,3 +192,37 @@ func TestPUBDisruptionJudgedFromItsRecord(t *testing.T) {
 		})
 	}
 }
+
+// A covered pod that turns not Ready a few milliseconds before an eviction
+// is received was in no component's view when the eviction was decided
+// (informers deliver a write later; the Eviction API itself decides on a
+// status written after that): the eviction is judged on the pod as it was
+// (knowledgeLag). Seen in make soak: PDB app-24, qhszp seen not Ready
+// 3.5 ms before the descheduler's eviction of j5ltp was received. A pod
+// that turned not Ready well before the request is in every view: the
+// same eviction is then a violation.
+func TestPodTurningUnreadyJustBeforeARequest(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		before    time.Duration
+		violation bool
+	}{{"3ms", 0, false}, {"50ms", 50 * time.Millisecond, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, testOptions())
+			h.createPDB(pdb("web", 3).Obj())
+			a, b := webPod("a"), webPod("b")
+			for _, p := range []*testobj.PodWrapper{a, b, webPod("c"), webPod("d")} {
+				h.createPod(p.Obj())
+			}
+			h.clock.advance(time.Second)
+			h.updatePod(b.Ready(false).Obj())
+			h.clock.advance(tc.before)
+			h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201, took: 5 * time.Millisecond})
+			h.updatePod(terminating(a))
+			res := h.finish()
+			if got := len(res.Violations) == 1; got != tc.violation {
+				t.Errorf("violations %+v, want a violation: %v", res.Violations, tc.violation)
+			}
+		})
+	}
+}

@@ -123,6 +123,9 @@ type replayer struct {
 	// accepted holds, per pod, when each request of it that the API
 	// server accepted (2xx) was received.
 	accepted map[podKey][]time.Time
+	// changed holds, per pod, when it last changed and its state before
+	// (see asKnown).
+	changed map[podKey]podChange
 
 	result Result
 }
@@ -165,6 +168,7 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 		workloads: map[workloadKey]workload{},
 		future:    map[podKey][]*observation{},
 		accepted:  map[podKey][]time.Time{},
+		changed:   map[podKey]podChange{},
 		result: Result{
 			Budgets:     []BudgetSummary{},
 			Disruptions: []Disruption{},
@@ -211,6 +215,11 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 func (r *replayer) podObserved(o *observation) {
 	key := o.podKey
 	old := r.pods[key]
+	// The state before the changes of the last knowledgeLag (see
+	// asKnown).
+	if c, ok := r.changed[key]; !ok || !c.at.After(o.at.Add(-knowledgeLag)) {
+		r.changed[key] = podChange{at: o.at, before: old}
+	}
 	if o.pod == nil {
 		delete(r.pods, key)
 		delete(r.podsByNS[key.namespace], key.name)
@@ -379,6 +388,9 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 	e := &disruptionEffect{at: r.effectTime(key, pre, req), key: key, uid: pre.UID, answered: req.answered, d: d}
 	for _, b := range covering {
 		j := &judgement{budget: b}
+		if known, ok := r.asKnown(b, req.received); ok {
+			j.snaps = append(j.snaps, known)
+		}
 		if a, ok := b.admitted[req.pod]; ok && a.uid == pre.UID && !a.at.Before(req.received.Add(-admissionWindow)) {
 			j.snaps = append(j.snaps, a.snap)
 		}
