@@ -71,7 +71,7 @@ func parsePath(u *url.URL) (apiPath, bool) {
 	}
 	// namespaces/NS/RESOURCE... is namespaced; namespaces[/NS[/status]]
 	// (or /finalize) is the namespace resource itself.
-	if len(rest) >= 3 && rest[0] == "namespaces" && !(len(rest) == 3 && (rest[2] == "status" || rest[2] == "finalize")) {
+	if len(rest) >= 3 && rest[0] == "namespaces" && (len(rest) != 3 || (rest[2] != "status" && rest[2] != "finalize")) {
 		p.namespace, rest = rest[1], rest[2:]
 	}
 	for _, field := range []*string{&p.resource, &p.name, &p.subresource} {
