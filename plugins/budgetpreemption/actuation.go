@@ -249,19 +249,19 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 	if err := pl.recheck(preemptorPod, victim); err != nil {
 		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready since the victim was decided on")
 	}
-	if err := pl.recordPUBs(ctx, cr, preemptorPod, victim); err != nil {
+	recorded, err := pl.recordPUBs(ctx, cr, preemptorPod, victim)
+	if err != nil {
 		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "The disruption of a victim could not be recorded in its PodUnavailableBudget")
 	}
-	if pl.hasPUBRecords(cr, victim) {
+	if recorded {
 		// The record took a round trip, in which a covered pod may have
 		// turned not Ready: checked once more, and the record taken back
 		// when the victim stays.
 		if err := pl.recheck(preemptorPod, victim); err != nil {
-			pl.takeBackPUBRecords(ctx, cr, victim)
+			pl.undoPUBRecords(ctx, cr, victim, nil)
 			return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
 		}
 	}
-	var err error
 	if pl.deletes(preemptorPod, cr, victim) {
 		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
 	} else {
@@ -328,11 +328,12 @@ func (pl *BudgetAwarePreemption) notDisrupted(ctx context.Context, c preemption.
 // every PodUnavailableBudget it spends, before it is disrupted: no API
 // server checks a PUB, so this is how every other profile, replica, restart
 // and the descheduler count it (budget.RecordPUBDisruption follows
-// OpenKruise's webhook). A PUB that no longer allows it refuses here.
-func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateReservation, preemptor, victim *v1.Pod) error {
+// OpenKruise's webhook). A PUB that no longer allows it refuses here. It
+// reports whether it wrote any record.
+func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateReservation, preemptor, victim *v1.Pod) (bool, error) {
 	d, ok := cr.pubSpends[victim.UID]
 	if !ok || pl.kruise == nil {
-		return nil
+		return false, nil
 	}
 	recs, err := budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, pl.operation(preemptor), time.Now())
 	if len(recs) > 0 {
@@ -340,43 +341,25 @@ func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateRe
 		cr.pubRecords[victim.UID] = recs
 		cr.recordsMu.Unlock()
 	}
-	return err
+	return len(recs) > 0, err
 }
 
-// hasPUBRecords reports whether PUB records were written for victim.
-func (pl *BudgetAwarePreemption) hasPUBRecords(cr *candidateReservation, victim *v1.Pod) bool {
-	cr.recordsMu.Lock()
-	defer cr.recordsMu.Unlock()
-	return len(cr.pubRecords[victim.UID]) > 0
-}
-
-// takeBackPUBRecords takes back the PUB records of a victim that will not
-// be disrupted.
-func (pl *BudgetAwarePreemption) takeBackPUBRecords(ctx context.Context, cr *candidateReservation, victim *v1.Pod) {
-	cr.recordsMu.Lock()
-	recs := cr.pubRecords[victim.UID]
-	delete(cr.pubRecords, victim.UID)
-	cr.recordsMu.Unlock()
-	if err := budget.UndoPUBRecords(ctx, pl.kruise, recs); err != nil {
-		klog.FromContext(ctx).Info("Warning: the disruption of a victim that stays is still recorded in its PodUnavailableBudget; the record times out", "victim", klog.KObj(victim), "err", err)
-	}
-}
-
-// undoPUBRecords takes back the PUB records of victim when the API server
-// refused to disrupt it (disruptErr): the victim stays, and a record left
-// behind would make a later disruption of it free under rule 5 while its
-// PUB may be short. When the outcome is unknown (a timeout, a 5xx), the
-// record stays; Kruise's controller drops it when it times out.
+// undoPUBRecords takes back the PUB records of victim, which stays: it was
+// not disrupted after all (disruptErr nil), or the API server refused to
+// disrupt it (a 4xx); a record left behind would make a later disruption of
+// it free under rule 5 while its PUB may be short. When the outcome is
+// unknown (a timeout, a 5xx), the record stays; Kruise's controller drops it
+// when it times out.
 func (pl *BudgetAwarePreemption) undoPUBRecords(ctx context.Context, cr *candidateReservation, victim *v1.Pod, disruptErr error) {
 	cr.recordsMu.Lock()
 	recs := cr.pubRecords[victim.UID]
 	delete(cr.pubRecords, victim.UID)
 	cr.recordsMu.Unlock()
-	if len(recs) == 0 || !budget.DisruptionRefused(disruptErr) {
+	if len(recs) == 0 || (disruptErr != nil && !budget.DisruptionRefused(disruptErr)) {
 		return
 	}
 	if err := budget.UndoPUBRecords(ctx, pl.kruise, recs); err != nil {
-		klog.FromContext(ctx).Info("Warning: the disruption of a victim the API server refused is still recorded in its PodUnavailableBudget; the record times out", "victim", klog.KObj(victim), "err", err)
+		klog.FromContext(ctx).Info("Warning: the disruption of a victim that stays is still recorded in its PodUnavailableBudget; the record times out", "victim", klog.KObj(victim), "err", err)
 	}
 }
 
