@@ -204,7 +204,7 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	// A preemptor that a budget refused in any way (no candidate because
 	// of a budget, victims denied at actuation, a 429 or a refusal it is
 	// remembered for) stays remembered, so a budget that frees requeues it.
-	if status.IsSuccess() || (rec.summary() == nil && !blockedAtActuation(status) && len(pl.refused.forPod(pod.UID)) == 0) {
+	if status.IsSuccess() || (rec.summary() == nil && !blockedAtActuation(status) && !pl.refused.has(pod.UID)) {
 		pl.blocked.forget(pod)
 	}
 	if status.IsSuccess() && result != nil && result.NominatingInfo != nil {

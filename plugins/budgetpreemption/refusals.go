@@ -105,6 +105,19 @@ func (r *refusals) forget(preemptor types.UID, node string) {
 	delete(r.m, refusalKey{preemptor, node})
 }
 
+// has reports whether preemptor has a live refusal.
+func (r *refusals) has(preemptor types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	for k, f := range r.m {
+		if k.preemptor == preemptor && !now.After(f.expires) {
+			return true
+		}
+	}
+	return false
+}
+
 // forPod returns the messages of the live refusals of preemptor.
 func (r *refusals) forPod(preemptor types.UID) []string {
 	r.mu.Lock()
