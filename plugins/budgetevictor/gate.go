@@ -133,13 +133,13 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admit
 	// The PUB record took a round trip: a covered pod may have turned not
 	// Ready since the decision. Checked against the live count once more
 	// just before the eviction is sent, as preemption checks each victim.
-	if err := c.RecheckLive(pod, budget.OperationEvict); err != nil {
-		a.failed(ctx, g, true)
+	// Without a record, the decision just made is as fresh as a recheck.
+	if len(a.recs) > 0 {
 		var de *budget.DeniedError
-		if errors.As(err, &de) {
+		if err := c.RecheckLive(pod, budget.OperationEvict); errors.As(err, &de) {
+			a.failed(ctx, g, true)
 			return admitted{}, g.refuse(namespace, name, string(de.Decision.Reason()), de.Decision.Message())
 		}
-		return admitted{}, g.refuse(namespace, name, string(budget.ReasonStatusBehindPods), err.Error())
 	}
 	if r != nil {
 		reservations.Inc()
