@@ -243,13 +243,8 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	x := c.live
 	k := podKey{pod.Namespace, pod.Name}
 	old := x.pods[k]
-	if old != nil && old.uid != pod.UID {
-		if deleted {
-			return
-		}
-	}
 	if deleted {
-		if old != nil {
+		if old != nil && old.uid == pod.UID {
 			x.remove(k, old)
 		}
 		return
