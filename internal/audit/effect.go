@@ -128,19 +128,19 @@ func (r *replayer) asKnown(b *budgetState, at time.Time) (snapshot, bool) {
 			s.healthy = append(s.healthy, podUID{podKey{b.ref.Namespace, name}, p.UID})
 		}
 	}
+	recent := r.changed[b.ref.Namespace]
 	for name, p := range r.podsByNS[b.ref.Namespace] {
-		key := podKey{b.ref.Namespace, name}
 		seen[name] = true
-		if c, ok := r.changed[key]; ok && c.at.After(since) {
+		if c, ok := recent[name]; ok && c.at.After(since) {
 			changed = true
 			p = c.before
 		}
 		add(name, p)
 	}
-	for key, c := range r.changed {
-		if key.namespace == b.ref.Namespace && !seen[key.name] && c.at.After(since) {
+	for name, c := range recent {
+		if !seen[name] && c.at.After(since) {
 			changed = true
-			add(key.name, c.before) // gone since
+			add(name, c.before) // gone since
 		}
 	}
 	return s, changed

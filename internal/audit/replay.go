@@ -123,9 +123,9 @@ type replayer struct {
 	// accepted holds, per pod, when each request of it that the API
 	// server accepted (2xx) was received.
 	accepted map[podKey][]time.Time
-	// changed holds, per pod, when it last changed and its state before
-	// (see asKnown).
-	changed map[podKey]podChange
+	// changed holds, per namespace and pod name, when the pod last changed
+	// and its state before (see asKnown).
+	changed map[string]map[string]podChange
 
 	result Result
 }
@@ -168,7 +168,7 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 		workloads: map[workloadKey]workload{},
 		future:    map[podKey][]*observation{},
 		accepted:  map[podKey][]time.Time{},
-		changed:   map[podKey]podChange{},
+		changed:   map[string]map[string]podChange{},
 		result: Result{
 			Budgets:     []BudgetSummary{},
 			Disruptions: []Disruption{},
@@ -217,8 +217,13 @@ func (r *replayer) podObserved(o *observation) {
 	old := r.pods[key]
 	// The state before the changes of the last knowledgeLag (see
 	// asKnown).
-	if c, ok := r.changed[key]; !ok || !c.at.After(o.at.Add(-knowledgeLag)) {
-		r.changed[key] = podChange{at: o.at, before: old}
+	changed := r.changed[key.namespace]
+	if changed == nil {
+		changed = map[string]podChange{}
+		r.changed[key.namespace] = changed
+	}
+	if c, ok := changed[key.name]; !ok || !c.at.After(o.at.Add(-knowledgeLag)) {
+		changed[key.name] = podChange{at: o.at, before: old}
 	}
 	if o.pod == nil {
 		delete(r.pods, key)
