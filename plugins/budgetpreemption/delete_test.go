@@ -198,14 +198,7 @@ func TestPUBDisruptionRecordedForAVictimAnEarlierReservationHolds(t *testing.T) 
 }
 
 func testPUBDisruptionRecorded(t *testing.T, heldBefore bool) {
-	// kruise-api's generated fake clientset never sends the initial-events
-	// bookmark of a streaming list.
-	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	pods := replicas("web", "n1", "web", true, 0, 0, 0)
-	args := DefaultArgs()
-	args.Actuation = ActuationDelete
-	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, nil)
-	kc, bc := withWebPUB(t, e)
+	e, pods, kc, bc := deleteEnvWithWebPUB(t)
 	if heldBefore {
 		if d, r := bc.Reserve(pods[0], budget.OperationDelete); !d.Allowed || r == nil {
 			t.Fatalf("the earlier reservation of web-0: %+v", d)
@@ -321,6 +314,21 @@ func TestVictimRecheckedAgainstTheLiveCountBeforeItGoes(t *testing.T) {
 	}
 }
 
+// deleteEnvWithWebPUB is Delete actuation on node n1 with the three Ready
+// pods of app web under PUB web (withWebPUB).
+func deleteEnvWithWebPUB(t *testing.T) (*env, []*v1.Pod, *kruisefake.Clientset, *budget.Cache) {
+	t.Helper()
+	// kruise-api's generated fake clientset never sends the initial-events
+	// bookmark of a streaming list.
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	pods := replicas("web", "n1", "web", true, 0, 0, 0)
+	args := DefaultArgs()
+	args.Actuation = ActuationDelete
+	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, nil)
+	kc, bc := withWebPUB(t, e)
+	return e, pods, kc, bc
+}
+
 // withWebPUB gives e a budget cache with PUB support and PUB web over app
 // web (3 available, 2 desired, 1 allowed), and the plugin its clientset.
 func withWebPUB(t *testing.T, e *env) (*kruisefake.Clientset, *budget.Cache) {
@@ -347,12 +355,7 @@ func withWebPUB(t *testing.T, e *env) (*kruisefake.Clientset, *budget.Cache) {
 // (StatusBehindPods), not deleted, and its record taken back. Before, the
 // only check came before the record.
 func TestVictimRecheckedAfterItsPUBRecord(t *testing.T) {
-	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
-	pods := replicas("web", "n1", "web", true, 0, 0, 0)
-	args := DefaultArgs()
-	args.Actuation = ActuationDelete
-	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, nil)
-	kc, bc := withWebPUB(t, e)
+	e, pods, kc, bc := deleteEnvWithWebPUB(t)
 	cs := e.fw.ClientSet()
 	flapped := false
 	kc.PrependReactor("update", "podunavailablebudgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
