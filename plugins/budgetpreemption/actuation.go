@@ -454,6 +454,8 @@ type blockRecorder struct {
 	mu    sync.Mutex
 	nodes int
 	first *budget.Decision
+	// behind: some denial was StatusBehindPods (see retryBehind).
+	behind bool
 }
 
 // Clone implements fwk.StateData.
@@ -469,6 +471,18 @@ func (r *blockRecorder) add(d budget.Decision) {
 	if r.first == nil {
 		r.first = &d
 	}
+	r.behind = r.behind || statusBehind(d)
+}
+
+// statusBehind reports whether a budget denied d only for now: its status
+// has not counted a change of its pods yet (StatusBehindPods).
+func statusBehind(d budget.Decision) bool {
+	for _, den := range d.Denials {
+		if den.Reason == budget.ReasonStatusBehindPods {
+			return true
+		}
+	}
+	return false
 }
 
 type blockSummary struct {

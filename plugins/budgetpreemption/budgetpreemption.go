@@ -207,6 +207,9 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	if status.IsSuccess() || (rec.summary() == nil && !blockedAtActuation(status) && !pl.refused.has(pod.UID)) {
 		pl.blocked.forget(pod)
 	}
+	if !status.IsSuccess() && (rec.isBehind() || behindAtActuation(status)) {
+		pl.retryBehind(pod)
+	}
 	if status.IsSuccess() && result != nil && result.NominatingInfo != nil {
 		pl.reportExpendable(pod, result.NominatedNodeName, exp)
 	}

@@ -2,6 +2,7 @@ package budgetpreemption
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -323,4 +325,44 @@ func (pl *BudgetAwarePreemption) requeueWhenSynced() {
 			pl.activateBlocked(ctx, "the budget cache has synced")
 		}
 	}()
+}
+
+// behindRetry is how long after a StatusBehindPods refusal its preemptor is
+// retried. The refusal lasts until the budget's controller writes the
+// status, or the pod informer delivers the pod that turned Ready (usually
+// within a second); the first is a budget event, the second is not, and
+// would leave the preemptor to the scheduling queue's 5-minute flush.
+const behindRetry = time.Second
+
+// retryBehind activates pod behindRetry from now, if it is still blocked
+// then.
+func (pl *BudgetAwarePreemption) retryBehind(pod *v1.Pod) {
+	ctx := pl.lifetime
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	time.AfterFunc(behindRetry, func() {
+		if p := pl.blocked.takeOne(pod.UID); p != nil && ctx.Err() == nil {
+			logger := klog.FromContext(ctx)
+			logger.V(4).Info("Requeueing a preemptor refused while a budget's status was behind its pods", "pod", klog.KObj(p))
+			pl.fh.Activate(logger, map[string]*v1.Pod{p.Namespace + "/" + p.Name: p})
+		}
+	})
+}
+
+// isBehind reports whether a denial the recorder saw was StatusBehindPods.
+func (r *blockRecorder) isBehind() bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.behind
+}
+
+// behindAtActuation reports whether status is an actuation the live count
+// refused (StatusBehindPods).
+func behindAtActuation(status *fwk.Status) bool {
+	var de *budget.DeniedError
+	return errors.As(status.AsError(), &de) && statusBehind(de.Decision)
 }

@@ -220,3 +220,22 @@ func TestPreemptorTurnedAwayWhilePUBSupportStartsIsRequeued(t *testing.T) {
 		t.Error("activated before the PUB informer listed")
 	}
 }
+
+// TestPreemptorRefusedWhileTheStatusIsBehindIsRetried: PDB web's status
+// counts 5 healthy pods, but the pod informer has 4 (the fifth turned Ready
+// in the status's eyes before the informer delivered it): StatusBehindPods.
+// When the informer catches up there is no budget event to requeue the
+// preemptor, so it is retried shortly after the refusal. Before, it waited
+// for the scheduling queue's 5-minute flush (seen in CI:
+// TestPreemptionRequeueLatencyAfterReplacementReady, one round in ten).
+func TestPreemptorRefusedWhileTheStatusIsBehindIsRetried(t *testing.T) {
+	p := preemptor("1", 100)
+	e := newEnv(t, nil, []*v1.Node{node("n1")}, append(replicas("web", "n1", "web", true, 0, 0, 0, 0), p), []*policyv1.PodDisruptionBudget{appPDB("web", 5, 4, 1).Obj()})
+	h := &refusingHandle{Handle: e.fw, activated: make(chan map[string]*v1.Pod, 10)}
+	e.pl.fh = h
+	_, status := e.postFilterN1(t, p)
+	if status.IsSuccess() || !strings.Contains(status.Message(), "has not counted a change yet") {
+		t.Fatalf("PostFilter: %v; want a StatusBehindPods refusal", status)
+	}
+	expectActivated(t, h, p, 10*time.Second, "after a StatusBehindPods refusal, with no budget event")
+}
