@@ -6,10 +6,12 @@ GO ?= go
 TOOLS = $(GO) tool -modfile=hack/tools/go.mod
 export GO
 
-# budgetguard's version, from git describe (v0.0.0-<commit> before the first
-# tag); --version on every binary prints it.
+# budgetguard's version (hack/version.sh: the file VERSION on its tagged
+# commit, VERSION-dev.g<commit> on any other); every artifact of a build
+# carries it. hack/ldflags.sh also stamps the embedded Kubernetes version,
+# which the sandbox's kube-apiserver reports.
 VERSION ?= $(shell hack/version.sh)
-LDFLAGS = -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$(VERSION)
+LDFLAGS = $(shell VERSION=$(VERSION) hack/ldflags.sh)
 
 .PHONY: all build demo images test test-unit test-integration soak promise bench perf manifests verify
 

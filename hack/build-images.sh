@@ -19,7 +19,7 @@ out="$(realpath -m "${1:-_output/images}")"
 version="${VERSION:-$(hack/version.sh)}"
 revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
 epoch="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
-ldflags="-s -w -buildid= -X github.com/budgetguard/budgetguard/internal/version.gitVersion=$version"
+ldflags="-s -w -buildid= $(VERSION="$version" hack/ldflags.sh)"
 
 for arch in amd64 arm64; do
 	echo "building linux/$arch binaries"

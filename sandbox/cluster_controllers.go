@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/controller-manager/pkg/informerfactory"
+	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/statefulset"
@@ -30,14 +31,18 @@ const (
 	namespaceSyncPeriod  = 5 * time.Minute
 	namespaceClientQPS   = 100
 	namespaceClientBurst = 200
+	aggregationWorkers   = 5
 )
 
-// clusterControllers are the StatefulSet, garbage-collector and namespace
-// controllers, wired as kube-controller-manager wires them
-// (cmd/kube-controller-manager/app/apps.go and core.go, Kubernetes 1.36.3):
-// StatefulSet workloads get their pods, owned objects go when their owner
-// goes (with Options.GarbageCollector), and a deleted namespace is emptied
-// and removed instead of staying Terminating.
+// clusterControllers are the StatefulSet, garbage-collector, namespace and
+// clusterrole aggregation controllers, wired as kube-controller-manager wires
+// them (cmd/kube-controller-manager/app/apps.go, core.go and rbac.go,
+// Kubernetes 1.36.3): StatefulSet workloads get their pods, owned objects go
+// when their owner goes (with Options.GarbageCollector), a deleted namespace
+// is emptied and removed instead of staying Terminating, and the aggregated
+// ClusterRoles (view, edit, admin) get the rules of the roles labelled to
+// aggregate into them, so an RBAC trial against the sandbox sees what a
+// cluster's user of those roles would.
 type clusterControllers struct {
 	metadataInformers metadatainformer.SharedInformerFactory // nil without the garbage collector
 	informersStarted  chan struct{}
@@ -103,8 +108,15 @@ func startClusterControllers(ctx context.Context, wg *sync.WaitGroup, cfg *rest.
 		wg.Go(func() { gc.Sync(ctx, gcClient.Discovery(), gcSyncPeriod) })
 	}
 
+	aggClient, err := clientFor(cfg, "sandbox-clusterrole-aggregation-controller")
+	if err != nil {
+		return nil, err
+	}
+	crac := clusterroleaggregation.NewClusterRoleAggregation(factory.Rbac().V1().ClusterRoles(), aggClient.RbacV1())
+
 	wg.Go(func() { ssc.Run(ctx, statefulSetWorkers) })
 	wg.Go(func() { nsc.Run(ctx, namespaceWorkers) })
+	wg.Go(func() { crac.Run(ctx, aggregationWorkers) })
 	return cc, nil
 }
 

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,4 +80,34 @@ func TestClusterControllers(t *testing.T) {
 		_, err := client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
+}
+
+// TestClusterRoleAggregation: with --authorization-mode=RBAC (an RBAC trial
+// against the sandbox), the aggregated ClusterRoles view, edit and admin,
+// which kube-apiserver creates with an aggregation rule and no rules of
+// their own, get the rules of the roles labelled to aggregate into them, as
+// kube-controller-manager's aggregation controller gives them.
+func TestClusterRoleAggregation(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	opts := DefaultOptions()
+	opts.APIServerFlags = []string{"--authorization-mode=Node,RBAC"}
+	cp := startControlPlane(ctx, t, opts)
+	client := cp.Client
+
+	for _, role := range []string{"view", "edit", "admin"} {
+		testenv.WaitFor(t, time.Minute, "the "+role+" ClusterRole to aggregate the rules for pods", func(ctx context.Context) (bool, error) {
+			cr, err := client.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, r := range cr.Rules {
+				if slices.Contains(r.Resources, "pods") && slices.Contains(r.Verbs, "list") {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
 }

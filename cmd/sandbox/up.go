@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	componentversion "k8s.io/component-base/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/budgetguard/budgetguard/manifests"
@@ -31,11 +33,13 @@ func newUpCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a control plane, write a kubeconfig for it, and keep it running until Ctrl-C",
-		Long: `up starts the sandbox's control plane (embedded etcd, kube-apiserver, the
-disruption, ReplicaSet, Deployment, StatefulSet, namespace and
-garbage-collector controllers, a simulated kubelet, the PodUnavailableBudget
-CRD with a stand-in for OpenKruise's status controller) and keeps it running,
-so that kubectl, bin/scheduler and bin/descheduler can be pointed at it.
+		Long: `up starts the sandbox's control plane (embedded etcd, kube-apiserver
+reporting the Kubernetes version the binary embeds, the disruption,
+ReplicaSet, Deployment, StatefulSet, namespace, garbage-collector and
+clusterrole aggregation controllers, a simulated kubelet, the
+PodUnavailableBudget CRD with a stand-in for OpenKruise's status controller)
+and keeps it running, so that kubectl, helm, bin/scheduler and
+bin/descheduler can be pointed at it.
 It creates --nodes Nodes, which the simulated kubelet makes Ready (4 CPUs,
 16Gi, 110 pods each), and writes an admin kubeconfig to --kubeconfig.
 
@@ -112,24 +116,30 @@ func up(ctx context.Context, f upFlags, stdout, stderr io.Writer) error {
 	}
 	defer func() { _ = os.Remove(schedulerConfig) }()
 
-	fmt.Fprintf(stdout, `The sandbox control plane is up (started in %s): kube-apiserver at %s, %d node(s).
+	// kube-apiserver reports the version stamped into k8s.io/component-base
+	// by hack/ldflags.sh; go build and go run leave a placeholder there.
+	kubeVersion := componentversion.Get().GitVersion
+	if _, err := utilversion.ParseSemantic(kubeVersion); err != nil {
+		fmt.Fprintf(stderr, "warning: kube-apiserver reports version %q, which helm and kubectl reject: build the sandbox with make build (hack/ldflags.sh stamps the Kubernetes version it embeds)\n", kubeVersion)
+	}
+	fmt.Fprintf(stdout, `The sandbox control plane is up (started in %s): kube-apiserver %s at %s, %d node(s).
 Kubeconfig (admin): %s
 
-  kubectl --kubeconfig %[4]s get nodes
-  export KUBECONFIG=%[4]s
+  kubectl --kubeconfig %[5]s get nodes
+  export KUBECONFIG=%[5]s
 
 Run budgetguard against it (make build first), each in its own terminal:
 
-  bin/scheduler --config %[5]s \
-    --authentication-kubeconfig %[4]s --authorization-kubeconfig %[4]s
-  bin/descheduler --policy-config-file manifests/descheduler/policy.yaml --kubeconfig %[4]s \
+  bin/scheduler --config %[6]s \
+    --authentication-kubeconfig %[5]s --authorization-kubeconfig %[5]s
+  bin/descheduler --policy-config-file manifests/descheduler/policy.yaml --kubeconfig %[5]s \
     --descheduling-interval 1m
 
-%[5]s is manifests/scheduler/scheduler-config.yaml with
+%[6]s is manifests/scheduler/scheduler-config.yaml with
 clientConnection.kubeconfig set: with --config, kube-scheduler ignores --kubeconfig.
 Pods that set schedulerName: budgetguard-scheduler are scheduled by it; no other
 scheduler runs here. Press Ctrl-C to stop; nothing is kept.
-`, cp.StartDuration.Round(100*time.Millisecond), cp.Config.Host, f.nodes, path, schedulerConfig)
+`, cp.StartDuration.Round(100*time.Millisecond), kubeVersion, cp.Config.Host, f.nodes, path, schedulerConfig)
 
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "stopping the control plane…")

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/budgetguard/budgetguard"
 )
 
 // gitVersion is set by the linker (-X); see the package doc.
@@ -57,7 +59,7 @@ func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
 	info := Info{Version: gitVersion, Kubernetes: unknown, Descheduler: unknown, Go: runtime.Version()}
 	if !ok {
 		if info.Version == "" {
-			info.Version = "v0.0.0-dev"
+			info.Version = budgetguard.Release() + "-dev"
 		}
 		return info
 	}
@@ -88,27 +90,22 @@ func fromBuildInfo(bi *debug.BuildInfo, ok bool) Info {
 	return info
 }
 
-// fromVCS builds a version from the revision Go stamps into binaries built
-// in a git checkout: v0.0.0-<12 hex digits>[-dirty], or v0.0.0-dev.
+// fromVCS builds the version hack/version.sh would have given from the
+// revision Go stamps into binaries built in a git checkout (go build or go
+// run without make's -ldflags): <release>-dev.g<7 hex digits>, or
+// <release>-dev without a revision. A tagged release is always built with
+// -ldflags, so a revision alone never names the release itself.
 func fromVCS(bi *debug.BuildInfo) string {
 	var rev string
-	dirty := false
 	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
+		if s.Key == "vcs.revision" {
 			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
 		}
 	}
 	if rev == "" {
-		return "v0.0.0-dev"
+		return budgetguard.Release() + "-dev"
 	}
-	v := "v0.0.0-" + rev[:min(12, len(rev))]
-	if dirty {
-		v += "-dirty"
-	}
-	return v
+	return budgetguard.Release() + "-dev.g" + rev[:min(7, len(rev))]
 }
 
 var (

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/budgetguard/budgetguard"
 )
 
 func TestFromBuildInfo(t *testing.T) {
@@ -20,12 +22,15 @@ func TestFromBuildInfo(t *testing.T) {
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}},
 	}
 	got := fromBuildInfo(bi, true)
-	want := Info{Version: "v0.0.0-0123456789ab-dirty", Kubernetes: "v1.36.3", Descheduler: "v0.36.0", Go: runtime.Version()}
+	// The release in VERSION, as hack/version.sh names an untagged commit;
+	// a modified tree does not change it.
+	dev := budgetguard.Release() + "-dev.g0123456"
+	want := Info{Version: dev, Kubernetes: "v1.36.3", Descheduler: "v0.36.0", Go: runtime.Version()}
 	if got != want {
 		t.Errorf("fromBuildInfo = %+v, want %+v", got, want)
 	}
 	none := fromBuildInfo(nil, false)
-	if none.Version != "v0.0.0-dev" || none.Kubernetes != "unknown" {
+	if none.Version != budgetguard.Release()+"-dev" || none.Kubernetes != "unknown" {
 		t.Errorf("without build info: %+v", none)
 	}
 	// A test binary carries no VCS stamp: the version is still not empty.
@@ -33,14 +38,14 @@ func TestFromBuildInfo(t *testing.T) {
 		t.Error("Get().Version is empty")
 	}
 	// Unknown versions are left out of the line.
-	if s := none.String(); !strings.HasPrefix(s, "budgetguard v0.0.0-dev (go") {
+	if s := none.String(); !strings.HasPrefix(s, "budgetguard "+budgetguard.Release()+"-dev (go") {
 		t.Errorf("String() = %q", s)
 	}
-	if s, want := got.String(), "budgetguard v0.0.0-0123456789ab-dirty (Kubernetes v1.36.3, descheduler v0.36.0, "+runtime.Version()+")"; s != want {
+	if s, want := got.String(), "budgetguard "+dev+" (Kubernetes v1.36.3, descheduler v0.36.0, "+runtime.Version()+")"; s != want {
 		t.Errorf("String() = %q, want %q", s, want)
 	}
 	got.Descheduler = "unknown"
-	if s, want := got.String(), "budgetguard v0.0.0-0123456789ab-dirty (Kubernetes v1.36.3, "+runtime.Version()+")"; s != want {
+	if s, want := got.String(), "budgetguard "+dev+" (Kubernetes v1.36.3, "+runtime.Version()+")"; s != want {
 		t.Errorf("String() without the descheduler = %q, want %q", s, want)
 	}
 }
