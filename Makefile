@@ -13,7 +13,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = $(shell VERSION=$(VERSION) hack/ldflags.sh)
 
-.PHONY: all build demo images test test-unit test-integration soak promise bench perf manifests verify
+.PHONY: all build demo images release test test-unit test-integration soak promise bench perf manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -34,6 +34,13 @@ demo:
 # linux/arm64, reproducible, no daemon, no base image) in _output/images.
 images:
 	VERSION=$(VERSION) hack/build-images.sh
+
+# Everything a release publishes, into _output/release: the image archives,
+# kubectl-budgetguard for linux, darwin and windows (amd64, arm64) with its
+# krew manifest, the packaged chart, the rendered manifests and checksums.txt.
+# Offline and reproducible: two runs on one commit give the same bytes.
+release:
+	hack/release.sh
 
 test: test-unit test-integration
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Renders charts/budgetguard into manifests/ (or into the directory given as
+# Renders charts/budgetguard (or the chart directory given as $2) into
+# manifests/ (or into the directory given as
 # $1): the chart is the one source of the shipped objects. The
 # kustomization.yaml files of manifests/ are not rendered; they stay as they
 # are.
@@ -8,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 GO="${GO:-go}"
 out="$(realpath -m "${1:-manifests}")"
-chart="$(realpath charts/budgetguard)"
+chart="$(realpath "${2:-charts/budgetguard}")"
 
 mkdir -p "$out"
 (cd hack/tools && "$GO" run ./rendermanifests "$chart" "$out")

@@ -71,7 +71,11 @@ func decodeKrewPlugin(data []byte) error {
 		check(err == nil && u.Scheme == "https", "platforms[%d].uri %q is not https", i, pl.URI)
 		check(strings.Contains(pl.URI, p.Spec.Version), "platforms[%d].uri %q does not name version %s", i, pl.URI, p.Spec.Version)
 		check(sha256Hex.MatchString(pl.Sha256), "platforms[%d].sha256 %q is not 64 hex digits", i, pl.Sha256)
-		check(pl.Bin == "kubectl-budgetguard", "platforms[%d].bin %q, want kubectl-budgetguard", i, pl.Bin)
+		wantBin := "kubectl-budgetguard"
+		if pl.Selector != nil && pl.Selector.MatchLabels["os"] == "windows" {
+			wantBin += ".exe"
+		}
+		check(pl.Bin == wantBin, "platforms[%d].bin %q, want %s", i, pl.Bin, wantBin)
 		check(pl.Selector != nil && pl.Selector.MatchLabels["os"] != "" && pl.Selector.MatchLabels["arch"] != "", "platforms[%d].selector must match os and arch", i)
 		shipsBin := false
 		for _, f := range pl.Files {
