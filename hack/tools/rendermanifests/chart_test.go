@@ -1,0 +1,256 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/strvals"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// loadChart loads charts/budgetguard from the repository this file is in.
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	ch, err := loader.Load(filepath.Join(filepath.Dir(file), "..", "..", "..", "charts", "budgetguard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// chartRender is one rendering of the chart: its objects by kind and name,
+// and its NOTES.txt.
+type chartRender struct {
+	objects map[string][]byte // "Kind name" -> the document
+	notes   string
+}
+
+// renderSet renders ch as `helm template budgetguard CHART -n kube-system
+// --set s...` does, values checked against values.schema.json included.
+func renderSet(ch *chart.Chart, set ...string) (*chartRender, error) {
+	values := map[string]any{}
+	for _, s := range set {
+		if err := strvals.ParseInto(s, values); err != nil {
+			return nil, fmt.Errorf("--set %s: %w", s, err)
+		}
+	}
+	rendered, err := render(ch, values)
+	if err != nil {
+		return nil, err
+	}
+	out := &chartRender{objects: map[string][]byte{}}
+	for name, content := range rendered {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			out.notes = content
+			continue
+		}
+		for _, doc := range strings.Split(content, "\n---") {
+			var head struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if head.Kind == "" {
+				continue
+			}
+			key := head.Kind + " " + head.Metadata.Name
+			if _, dup := out.objects[key]; dup {
+				return nil, fmt.Errorf("%s rendered twice", key)
+			}
+			out.objects[key] = []byte(doc)
+		}
+	}
+	return out, nil
+}
+
+// mustRender is renderSet that fails the test on an error.
+func mustRender(t *testing.T, ch *chart.Chart, set ...string) *chartRender {
+	t.Helper()
+	r, err := renderSet(ch, set...)
+	if err != nil {
+		t.Fatalf("render with %v: %v", set, err)
+	}
+	return r
+}
+
+// has reports whether the rendering holds the object kind/name.
+func (r *chartRender) has(kind, name string) bool {
+	_, ok := r.objects[kind+" "+name]
+	return ok
+}
+
+// names returns the names of the rendered objects of kind, sorted.
+func (r *chartRender) names(kind string) []string {
+	var names []string
+	for key := range r.objects {
+		if k, name, _ := strings.Cut(key, " "); k == kind {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// get decodes the object kind/name into out, strictly.
+func (r *chartRender) get(t *testing.T, kind, name string, out any) {
+	t.Helper()
+	doc, ok := r.objects[kind+" "+name]
+	if !ok {
+		t.Fatalf("the chart rendered no %s %s; it rendered %v", kind, name, slices.Sorted(maps.Keys(r.objects)))
+	}
+	if err := yaml.UnmarshalStrict(doc, out); err != nil {
+		t.Fatalf("%s %s: %v", kind, name, err)
+	}
+}
+
+// podSpecs returns the pod spec of every rendered Deployment and CronJob,
+// by "Kind name".
+func (r *chartRender) podSpecs(t *testing.T) map[string]corev1.PodSpec {
+	t.Helper()
+	specs := map[string]corev1.PodSpec{}
+	for _, name := range r.names("Deployment") {
+		var d appsv1.Deployment
+		r.get(t, "Deployment", name, &d)
+		specs["Deployment "+name] = d.Spec.Template.Spec
+	}
+	for _, name := range r.names("CronJob") {
+		var c batchv1.CronJob
+		r.get(t, "CronJob", name, &c)
+		specs["CronJob "+name] = c.Spec.JobTemplate.Spec.Template.Spec
+	}
+	return specs
+}
+
+// bindingSubjects returns the ServiceAccount subjects ("namespace/name") of
+// every rendered ClusterRoleBinding and RoleBinding.
+func (r *chartRender) bindingSubjects(t *testing.T) []string {
+	t.Helper()
+	var subjects []string
+	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+		for _, name := range r.names(kind) {
+			var b struct {
+				Subjects []struct {
+					Kind      string `json:"kind"`
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"subjects"`
+			}
+			if err := yaml.Unmarshal(r.objects[kind+" "+name], &b); err != nil {
+				t.Fatalf("%s %s: %v", kind, name, err)
+			}
+			for _, s := range b.Subjects {
+				if s.Kind == "ServiceAccount" {
+					subjects = append(subjects, s.Namespace+"/"+s.Name)
+				}
+			}
+		}
+	}
+	return subjects
+}
+
+// TestServiceAccounts: whether the chart creates a component's
+// ServiceAccount is serviceAccount.create, not rbac.create. Every pod runs as
+// a ServiceAccount the rendering holds, or, where the chart is told not to
+// create it, one that NOTES.txt says must exist; every binding names the
+// ServiceAccount the pods run as.
+func TestServiceAccounts(t *testing.T) {
+	ch := loadChart(t)
+	for _, tc := range []struct {
+		name string
+		set  []string
+		// The ServiceAccount each workload runs as, and whether the chart creates it.
+		want    map[string]string
+		created bool
+		rbac    bool
+	}{
+		{
+			name:    "defaults",
+			want:    map[string]string{"Deployment budgetguard-scheduler": "budgetguard-scheduler", "Deployment budgetguard-descheduler": "budgetguard-descheduler"},
+			created: true, rbac: true,
+		},
+		{
+			name:    "rbac.create=false keeps the ServiceAccounts",
+			set:     []string{"rbac.create=false"},
+			want:    map[string]string{"Deployment budgetguard-scheduler": "budgetguard-scheduler", "Deployment budgetguard-descheduler": "budgetguard-descheduler"},
+			created: true,
+		},
+		{
+			name: "serviceAccount.create=false without a name: the default names, bound",
+			set:  []string{"scheduler.serviceAccount.create=false", "descheduler.serviceAccount.create=false"},
+			want: map[string]string{"Deployment budgetguard-scheduler": "budgetguard-scheduler", "Deployment budgetguard-descheduler": "budgetguard-descheduler"},
+			rbac: true,
+		},
+		{
+			name: "serviceAccount.create=false with names, no RBAC, the descheduler a CronJob",
+			set: []string{"rbac.create=false", "descheduler.kind=CronJob",
+				"scheduler.serviceAccount.create=false", "scheduler.serviceAccount.name=ops-scheduler",
+				"descheduler.serviceAccount.create=false", "descheduler.serviceAccount.name=ops-descheduler"},
+			want: map[string]string{"Deployment budgetguard-scheduler": "ops-scheduler", "CronJob budgetguard-descheduler": "ops-descheduler"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRender(t, ch, tc.set...)
+			specs := r.podSpecs(t)
+			if len(specs) != len(tc.want) {
+				t.Errorf("workloads %v, want %v", slices.Sorted(maps.Keys(specs)), tc.want)
+			}
+			var wantSubjects []string
+			for workload, sa := range tc.want {
+				spec, ok := specs[workload]
+				if !ok {
+					t.Errorf("no %s rendered", workload)
+					continue
+				}
+				if spec.ServiceAccountName != sa {
+					t.Errorf("%s runs as ServiceAccount %q, want %q", workload, spec.ServiceAccountName, sa)
+				}
+				if got := r.has("ServiceAccount", sa); got != tc.created {
+					t.Errorf("ServiceAccount %s rendered: %v, want %v", sa, got, tc.created)
+				}
+				mustExist := "ServiceAccount kube-system/" + sa + "\n"
+				if got := strings.Contains(r.notes, mustExist); got == tc.created {
+					t.Errorf("NOTES.txt names %s as one that must exist: %v, want %v:\n%s", sa, got, !tc.created, r.notes)
+				}
+				wantSubjects = append(wantSubjects, "kube-system/"+sa)
+			}
+			if tc.created && len(r.names("ServiceAccount")) != len(tc.want) {
+				t.Errorf("ServiceAccounts %v, want one per workload: %v", r.names("ServiceAccount"), tc.want)
+			}
+			subjects := r.bindingSubjects(t)
+			if !tc.rbac {
+				if len(subjects) != 0 || len(r.names("ClusterRole")) != 0 || len(r.names("Role")) != 0 {
+					t.Errorf("rbac.create=false rendered roles or bindings: %v %v %v", r.names("ClusterRole"), r.names("Role"), subjects)
+				}
+				if !strings.Contains(r.notes, "rbac.create=false") {
+					t.Errorf("NOTES.txt does not say the chart creates no RBAC:\n%s", r.notes)
+				}
+				return
+			}
+			for _, s := range subjects {
+				if !slices.Contains(wantSubjects, s) {
+					t.Errorf("a binding names ServiceAccount %s, which no workload runs as (%v)", s, wantSubjects)
+				}
+			}
+			for _, s := range wantSubjects {
+				if !slices.Contains(subjects, s) {
+					t.Errorf("no binding names ServiceAccount %s", s)
+				}
+			}
+		})
+	}
+}
