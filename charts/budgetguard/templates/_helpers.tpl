@@ -101,8 +101,12 @@ profiles:
       - name: DefaultPreemption
   pluginConfig:
   - name: BudgetAwarePreemption
+    {{- with .Values.scheduler.pluginArgs }}
     args:
-      {{- toYaml .Values.scheduler.pluginArgs | nindent 6 }}
+      {{- toYaml . | nindent 6 }}
+    {{- else }}
+    args: {}
+    {{- end }}
 {{- end -}}
 
 {{/* The DeschedulerPolicy. */}}
