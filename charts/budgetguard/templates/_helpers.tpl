@@ -73,9 +73,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- default (include "budgetguard.descheduler.fullname" .) .Values.descheduler.leaderElection.resourceName -}}
 {{- end -}}
 
-{{/* An image reference; pass the component's image values and the root. */}}
+{{/*
+An image reference; pass the component's image values and the root. The
+default tag is the chart's appVersion with one leading "v": the images are
+tagged v0.1.0 whether appVersion says 0.1.0 or v0.1.0.
+*/}}
 {{- define "budgetguard.image" -}}
-{{- printf "%s:%s" .image.repository (default (printf "v%s" .ctx.Chart.AppVersion) .image.tag) -}}
+{{- $tag := .image.tag | default (printf "v%s" (trimPrefix "v" (toString .ctx.Chart.AppVersion))) -}}
+{{- printf "%s:%s" .image.repository $tag -}}
 {{- end -}}
 
 {{/* Whether the descheduler runs under leader election (a Deployment only). */}}

@@ -254,3 +254,31 @@ func TestServiceAccounts(t *testing.T) {
 		})
 	}
 }
+
+// TestImageTag: the default tag is the chart's appVersion with one leading
+// "v", whether appVersion has one or not; a tag given is used as it is.
+func TestImageTag(t *testing.T) {
+	for _, tc := range []struct {
+		appVersion string
+		set        []string
+		scheduler  string
+	}{
+		{appVersion: "0.1.0", scheduler: "ghcr.io/budgetguard/scheduler:v0.1.0"},
+		{appVersion: "v0.1.0", scheduler: "ghcr.io/budgetguard/scheduler:v0.1.0"},
+		{appVersion: "v0.1.0", set: []string{"scheduler.image.tag=0.2.0-rc.1"}, scheduler: "ghcr.io/budgetguard/scheduler:0.2.0-rc.1"},
+	} {
+		t.Run(tc.appVersion+" "+strings.Join(tc.set, " "), func(t *testing.T) {
+			ch := loadChart(t)
+			ch.Metadata.AppVersion = tc.appVersion
+			specs := mustRender(t, ch, tc.set...).podSpecs(t)
+			for workload, want := range map[string]string{
+				"Deployment budgetguard-scheduler":   tc.scheduler,
+				"Deployment budgetguard-descheduler": "ghcr.io/budgetguard/descheduler:v0.1.0",
+			} {
+				if got := specs[workload].Containers[0].Image; got != want {
+					t.Errorf("%s: image %q, want %q", workload, got, want)
+				}
+			}
+		})
+	}
+}
