@@ -83,9 +83,33 @@ tagged v0.1.0 whether appVersion says 0.1.0 or v0.1.0.
 {{- printf "%s:%s" .image.repository $tag -}}
 {{- end -}}
 
+{{- define "budgetguard.scheduler.leaseNamespace" -}}
+{{- default (include "budgetguard.namespace" .) .Values.scheduler.leaderElection.resourceNamespace -}}
+{{- end -}}
+
+{{- define "budgetguard.descheduler.leaseNamespace" -}}
+{{- default (include "budgetguard.namespace" .) .Values.descheduler.leaderElection.resourceNamespace -}}
+{{- end -}}
+
+{{/*
+Whether extraArgs (pass the component's values) turn leader election off
+with --leader-elect=false, which both binaries honour over the chart's own
+setting.
+*/}}
+{{- define "budgetguard.extraArgsDisableLeaderElection" -}}
+{{- range .extraArgs -}}
+{{- if has (toString .) (list "--leader-elect=false" "-leader-elect=false") -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the scheduler runs under leader election. */}}
+{{- define "budgetguard.scheduler.leaderElect" -}}
+{{- if and .Values.scheduler.leaderElection.enabled (not (include "budgetguard.extraArgsDisableLeaderElection" .Values.scheduler)) -}}true{{- end -}}
+{{- end -}}
+
 {{/* Whether the descheduler runs under leader election (a Deployment only). */}}
 {{- define "budgetguard.descheduler.leaderElect" -}}
-{{- if and (eq .Values.descheduler.kind "Deployment") .Values.descheduler.leaderElection.enabled -}}true{{- end -}}
+{{- if and (eq .Values.descheduler.kind "Deployment") .Values.descheduler.leaderElection.enabled (not (include "budgetguard.extraArgsDisableLeaderElection" .Values.descheduler)) -}}true{{- end -}}
 {{- end -}}
 
 {{/* The KubeSchedulerConfiguration. */}}
@@ -94,8 +118,17 @@ apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: {{ .Values.scheduler.leaderElection.enabled }}
-  resourceNamespace: {{ include "budgetguard.namespace" . }}
+  resourceNamespace: {{ include "budgetguard.scheduler.leaseNamespace" . }}
   resourceName: {{ include "budgetguard.scheduler.leaseName" . }}
+  {{- with .Values.scheduler.leaderElection.leaseDuration }}
+  leaseDuration: {{ . }}
+  {{- end }}
+  {{- with .Values.scheduler.leaderElection.renewDeadline }}
+  renewDeadline: {{ . }}
+  {{- end }}
+  {{- with .Values.scheduler.leaderElection.retryPeriod }}
+  retryPeriod: {{ . }}
+  {{- end }}
 profiles:
 - schedulerName: {{ .Values.scheduler.schedulerName }}
   plugins:

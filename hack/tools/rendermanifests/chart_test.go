@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -281,4 +282,128 @@ func TestImageTag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// schedulerLeaderElection returns the leaderElection of the rendered
+// KubeSchedulerConfiguration.
+func (r *chartRender) schedulerLeaderElection(t *testing.T) map[string]any {
+	t.Helper()
+	var cm corev1.ConfigMap
+	r.get(t, "ConfigMap", "budgetguard-scheduler-config", &cm)
+	var cfg struct {
+		LeaderElection map[string]any `json:"leaderElection"`
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data["scheduler-config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg.LeaderElection
+}
+
+// TestLeaderElection: the timings and the Lease's place reach the
+// scheduler's configuration and the descheduler's flags, only when set; the
+// leader-election Role follows the Lease's namespace; and a value that turns
+// leader election off makes the Deployment Recreate and NOTES.txt warn, or,
+// with more than one replica, fails the rendering.
+func TestLeaderElection(t *testing.T) {
+	ch := loadChart(t)
+	deschedulerArgs := func(t *testing.T, r *chartRender) []string {
+		return r.podSpecs(t)["Deployment budgetguard-descheduler"].Containers[0].Args
+	}
+	strategy := func(t *testing.T, r *chartRender, name string) appsv1.DeploymentStrategyType {
+		var d appsv1.Deployment
+		r.get(t, "Deployment", name, &d)
+		return d.Spec.Strategy.Type
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		r := mustRender(t, ch)
+		want := map[string]any{"leaderElect": true, "resourceName": "budgetguard-scheduler", "resourceNamespace": "kube-system"}
+		if got := r.schedulerLeaderElection(t); !reflect.DeepEqual(got, want) {
+			t.Errorf("scheduler leaderElection %v, want %v (the binary's timings)", got, want)
+		}
+		for _, a := range deschedulerArgs(t, r) {
+			if strings.HasPrefix(a, "--leader-elect-lease-duration") || strings.HasPrefix(a, "--leader-elect-renew-deadline") || strings.HasPrefix(a, "--leader-elect-retry-period") {
+				t.Errorf("descheduler flag %s without a value that sets it", a)
+			}
+		}
+		for _, name := range []string{"budgetguard-scheduler", "budgetguard-descheduler"} {
+			if got := strategy(t, r, name); got == appsv1.RecreateDeploymentStrategyType {
+				t.Errorf("Deployment %s: strategy %s under leader election", name, got)
+			}
+		}
+		if strings.Contains(r.notes, "WARNING") {
+			t.Errorf("NOTES.txt warns with the defaults:\n%s", r.notes)
+		}
+	})
+
+	t.Run("timings and the Lease's namespace", func(t *testing.T) {
+		r := mustRender(t, ch,
+			"scheduler.leaderElection.leaseDuration=30s", "scheduler.leaderElection.renewDeadline=20s", "scheduler.leaderElection.retryPeriod=4s",
+			"scheduler.leaderElection.resourceNamespace=leases", "scheduler.leaderElection.resourceName=bg-sched",
+			"descheduler.leaderElection.leaseDuration=60s", "descheduler.leaderElection.renewDeadline=40s", "descheduler.leaderElection.retryPeriod=5s",
+			"descheduler.leaderElection.resourceNamespace=leases")
+		want := map[string]any{"leaderElect": true, "resourceName": "bg-sched", "resourceNamespace": "leases",
+			"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "4s"}
+		if got := r.schedulerLeaderElection(t); !reflect.DeepEqual(got, want) {
+			t.Errorf("scheduler leaderElection %v, want %v", got, want)
+		}
+		args := deschedulerArgs(t, r)
+		for _, want := range []string{"--leader-elect=true", "--leader-elect-resource-name=budgetguard-descheduler", "--leader-elect-resource-namespace=leases",
+			"--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=40s", "--leader-elect-retry-period=5s"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("descheduler args %v lack %s", args, want)
+			}
+		}
+		for _, name := range []string{"budgetguard-scheduler-leader-election", "budgetguard-descheduler-leader-election"} {
+			for _, kind := range []string{"Role", "RoleBinding"} {
+				var obj struct {
+					Metadata struct{ Namespace string } `json:"metadata"`
+				}
+				if err := yaml.Unmarshal(r.objects[kind+" "+name], &obj); err != nil || obj.Metadata.Namespace != "leases" {
+					t.Errorf("%s %s in namespace %q (%v), want the Lease's, leases", kind, name, obj.Metadata.Namespace, err)
+				}
+			}
+		}
+	})
+
+	for _, tc := range []struct {
+		name, component string
+		set             []string
+		notes           string
+	}{
+		{"scheduler.leaderElection.enabled=false", "scheduler",
+			[]string{"scheduler.replicas=1", "scheduler.leaderElection.enabled=false"}, "scheduler.leaderElection.enabled=false"},
+		{"--leader-elect=false in scheduler.extraArgs", "scheduler",
+			[]string{"scheduler.replicas=1", "scheduler.extraArgs={--leader-elect=false}"}, "--leader-elect=false in scheduler.extraArgs"},
+		{"descheduler.leaderElection.enabled=false", "descheduler",
+			[]string{"descheduler.replicas=1", "descheduler.leaderElection.enabled=false"}, "descheduler.leaderElection.enabled=false"},
+		{"--leader-elect=false in descheduler.extraArgs", "descheduler",
+			[]string{"descheduler.replicas=1", "descheduler.extraArgs={--v=4,--leader-elect=false}"}, "--leader-elect=false in descheduler.extraArgs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRender(t, ch, tc.set...)
+			warning := "WARNING: the " + tc.component + " runs without leader election\n(" + tc.notes + ")"
+			if !strings.Contains(r.notes, warning) {
+				t.Errorf("NOTES.txt lacks %q:\n%s", warning, r.notes)
+			}
+			if got := strings.Count(r.notes, "WARNING"); got != 1 {
+				t.Errorf("NOTES.txt has %d warnings, want 1:\n%s", got, r.notes)
+			}
+			if got := strategy(t, r, "budgetguard-"+tc.component); got != appsv1.RecreateDeploymentStrategyType {
+				t.Errorf("Deployment budgetguard-%s: strategy %q without leader election, want Recreate", tc.component, got)
+			}
+			// Two replicas without leader election: refused, naming the values.
+			_, err := renderSet(ch, append(tc.set, tc.component+".replicas=2")...)
+			if err == nil || !strings.Contains(err.Error(), tc.component+".replicas above 1 needs leader election") {
+				t.Errorf("two replicas without leader election: error %v, want one naming %s.replicas", err, tc.component)
+			}
+		})
+	}
+
+	t.Run("a CronJob needs none", func(t *testing.T) {
+		r := mustRender(t, ch, "descheduler.kind=CronJob")
+		if strings.Contains(r.notes, "WARNING") {
+			t.Errorf("NOTES.txt warns for a CronJob:\n%s", r.notes)
+		}
+	})
 }

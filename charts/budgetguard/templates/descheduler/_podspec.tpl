@@ -28,7 +28,16 @@ containers:
   {{- if include "budgetguard.descheduler.leaderElect" . }}
   - --leader-elect=true
   - --leader-elect-resource-name={{ include "budgetguard.descheduler.leaseName" . }}
-  - --leader-elect-resource-namespace={{ include "budgetguard.namespace" . }}
+  - --leader-elect-resource-namespace={{ include "budgetguard.descheduler.leaseNamespace" . }}
+  {{- with .Values.descheduler.leaderElection.leaseDuration }}
+  - --leader-elect-lease-duration={{ . }}
+  {{- end }}
+  {{- with .Values.descheduler.leaderElection.renewDeadline }}
+  - --leader-elect-renew-deadline={{ . }}
+  {{- end }}
+  {{- with .Values.descheduler.leaderElection.retryPeriod }}
+  - --leader-elect-retry-period={{ . }}
+  {{- end }}
   {{- end }}
   - --v={{ .Values.descheduler.verbosity }}
   {{- with .Values.descheduler.extraArgs }}
