@@ -153,3 +153,20 @@ apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
 {{ toYaml .Values.descheduler.deschedulerPolicy }}
 {{- end -}}
+
+{{/*
+Topology spread constraints; pass a dict with "ctx", "component" and
+"constraints". A constraint without a labelSelector selects the component's
+pods.
+*/}}
+{{- define "budgetguard.topologySpreadConstraints" -}}
+{{- $selector := fromYaml (include "budgetguard.selectorLabels" (dict "ctx" .ctx "component" .component)) -}}
+{{- range .constraints }}
+{{- $c := deepCopy . }}
+{{- if not (hasKey $c "labelSelector") }}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) }}
+{{- end }}
+-
+  {{- toYaml $c | nindent 2 }}
+{{- end }}
+{{- end -}}

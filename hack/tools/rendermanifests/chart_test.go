@@ -407,3 +407,87 @@ func TestLeaderElection(t *testing.T) {
 		}
 	})
 }
+
+// TestPodOverrides: probes, topology spread and the CronJob's history reach
+// the rendered objects; a probe's fields merge into the chart's default, and
+// null drops it; a topology spread constraint without a labelSelector
+// selects the component's own pods.
+func TestPodOverrides(t *testing.T) {
+	ch := loadChart(t)
+	container := func(t *testing.T, r *chartRender, workload string) corev1.Container {
+		spec, ok := r.podSpecs(t)[workload]
+		if !ok {
+			t.Fatalf("no %s rendered", workload)
+		}
+		return spec.Containers[0]
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		r := mustRender(t, ch)
+		s := container(t, r, "Deployment budgetguard-scheduler")
+		if s.LivenessProbe == nil || s.LivenessProbe.HTTPGet.Path != "/livez" || s.ReadinessProbe == nil || s.ReadinessProbe.HTTPGet.Path != "/readyz" || s.StartupProbe != nil {
+			t.Errorf("scheduler probes: liveness %v, readiness %v, startup %v; want /livez, /readyz, none", s.LivenessProbe, s.ReadinessProbe, s.StartupProbe)
+		}
+		d := container(t, r, "Deployment budgetguard-descheduler")
+		if d.LivenessProbe == nil || d.LivenessProbe.HTTPGet.Path != "/healthz" || d.ReadinessProbe != nil || d.StartupProbe != nil {
+			t.Errorf("descheduler probes: liveness %v, readiness %v, startup %v; want /healthz, none, none", d.LivenessProbe, d.ReadinessProbe, d.StartupProbe)
+		}
+		for workload, spec := range r.podSpecs(t) {
+			if len(spec.TopologySpreadConstraints) != 0 {
+				t.Errorf("%s: topology spread constraints %v by default", workload, spec.TopologySpreadConstraints)
+			}
+		}
+	})
+
+	t.Run("overrides", func(t *testing.T) {
+		r := mustRender(t, ch,
+			"scheduler.livenessProbe.initialDelaySeconds=40", "scheduler.readinessProbe=null",
+			"scheduler.startupProbe.httpGet.path=/livez", "scheduler.startupProbe.httpGet.port=https", "scheduler.startupProbe.httpGet.scheme=HTTPS", "scheduler.startupProbe.failureThreshold=30",
+			"descheduler.readinessProbe.httpGet.path=/healthz", "descheduler.readinessProbe.httpGet.port=https",
+			"scheduler.topologySpreadConstraints[0].maxSkew=1", "scheduler.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+			"scheduler.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+			"descheduler.topologySpreadConstraints[0].maxSkew=1", "descheduler.topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname",
+			"descheduler.topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule", "descheduler.topologySpreadConstraints[0].labelSelector.matchLabels.team=ops")
+		s := container(t, r, "Deployment budgetguard-scheduler")
+		if p := s.LivenessProbe; p == nil || p.InitialDelaySeconds != 40 || p.HTTPGet == nil || p.HTTPGet.Path != "/livez" {
+			t.Errorf("scheduler liveness probe %v, want the default's /livez with initialDelaySeconds 40", p)
+		}
+		if s.ReadinessProbe != nil {
+			t.Errorf("scheduler readiness probe %v, want none (null)", s.ReadinessProbe)
+		}
+		if p := s.StartupProbe; p == nil || p.FailureThreshold != 30 || p.HTTPGet == nil || p.HTTPGet.Path != "/livez" {
+			t.Errorf("scheduler startup probe %v, want /livez with failureThreshold 30", p)
+		}
+		if p := container(t, r, "Deployment budgetguard-descheduler").ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
+			t.Errorf("descheduler readiness probe %v, want /healthz", p)
+		}
+		specs := r.podSpecs(t)
+		for workload, want := range map[string]map[string]string{
+			"Deployment budgetguard-scheduler":   {"app.kubernetes.io/name": "budgetguard", "app.kubernetes.io/instance": "budgetguard", "app.kubernetes.io/component": "scheduler"},
+			"Deployment budgetguard-descheduler": {"team": "ops"},
+		} {
+			tsc := specs[workload].TopologySpreadConstraints
+			if len(tsc) != 1 || tsc[0].MaxSkew != 1 || tsc[0].LabelSelector == nil || !reflect.DeepEqual(tsc[0].LabelSelector.MatchLabels, want) {
+				t.Errorf("%s: topology spread constraints %+v, want one with maxSkew 1 selecting %v", workload, tsc, want)
+			}
+		}
+	})
+
+	t.Run("CronJob", func(t *testing.T) {
+		var c batchv1.CronJob
+		mustRender(t, ch, "descheduler.kind=CronJob").get(t, "CronJob", "budgetguard-descheduler", &c)
+		if c.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || c.Spec.SuccessfulJobsHistoryLimit == nil || *c.Spec.SuccessfulJobsHistoryLimit != 3 ||
+			c.Spec.FailedJobsHistoryLimit == nil || *c.Spec.FailedJobsHistoryLimit != 1 {
+			t.Errorf("CronJob spec %+v, want Forbid and history limits 3 and 1", c.Spec)
+		}
+		mustRender(t, ch, "descheduler.kind=CronJob", "descheduler.concurrencyPolicy=Replace",
+			"descheduler.successfulJobsHistoryLimit=0", "descheduler.failedJobsHistoryLimit=5").get(t, "CronJob", "budgetguard-descheduler", &c)
+		if c.Spec.ConcurrencyPolicy != batchv1.ReplaceConcurrent || *c.Spec.SuccessfulJobsHistoryLimit != 0 || *c.Spec.FailedJobsHistoryLimit != 5 {
+			t.Errorf("CronJob spec %+v, want Replace and history limits 0 and 5", c.Spec)
+		}
+		_, err := renderSet(ch, "descheduler.kind=CronJob", "descheduler.concurrencyPolicy=Allow")
+		if err == nil || !strings.Contains(err.Error(), "descheduler.concurrencyPolicy") {
+			t.Errorf("concurrencyPolicy Allow: error %v, want one naming descheduler.concurrencyPolicy", err)
+		}
+	})
+}

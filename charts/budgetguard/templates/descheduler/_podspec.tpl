@@ -47,13 +47,18 @@ containers:
   - name: https
     containerPort: {{ .Values.descheduler.port }}
   {{- if eq .Values.descheduler.kind "Deployment" }}
+  {{- with .Values.descheduler.livenessProbe }}
   livenessProbe:
-    httpGet:
-      path: /healthz
-      port: https
-      scheme: HTTPS
-    initialDelaySeconds: 5
-    periodSeconds: 10
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.descheduler.readinessProbe }}
+  readinessProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.descheduler.startupProbe }}
+  startupProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   {{- end }}
   resources:
     {{- toYaml .Values.descheduler.resources | nindent 4 }}
@@ -74,6 +79,10 @@ affinity:
 {{- with .Values.descheduler.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.descheduler.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- include "budgetguard.topologySpreadConstraints" (dict "ctx" $ "component" "descheduler" "constraints" .) | nindent 2 }}
 {{- end }}
 volumes:
 - name: policy-volume
