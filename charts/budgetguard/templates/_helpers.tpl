@@ -161,12 +161,13 @@ pods.
 */}}
 {{- define "budgetguard.topologySpreadConstraints" -}}
 {{- $selector := fromYaml (include "budgetguard.selectorLabels" (dict "ctx" .ctx "component" .component)) -}}
-{{- range .constraints }}
-{{- $c := deepCopy . }}
-{{- if not (hasKey $c "labelSelector") }}
-{{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) }}
-{{- end }}
--
-  {{- toYaml $c | nindent 2 }}
-{{- end }}
+{{- $out := list -}}
+{{- range .constraints -}}
+{{- $c := deepCopy . -}}
+{{- if not (hasKey $c "labelSelector") -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) -}}
+{{- end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}
