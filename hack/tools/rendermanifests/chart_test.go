@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -490,4 +491,56 @@ func TestPodOverrides(t *testing.T) {
 			t.Errorf("concurrencyPolicy Allow: error %v, want one naming descheduler.concurrencyPolicy", err)
 		}
 	})
+}
+
+// TestSchedulerPodDisruptionBudget: with more than one replica, a PDB
+// selects exactly the scheduler's pods, with maxUnavailable 1 unless told
+// otherwise; one replica or enabled=false renders none; minAvailable and
+// maxUnavailable together are refused.
+func TestSchedulerPodDisruptionBudget(t *testing.T) {
+	ch := loadChart(t)
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string // the PDB's spec without its selector, as JSON; "" for no PDB
+	}{
+		{name: "defaults", want: `{"maxUnavailable":1,"unhealthyPodEvictionPolicy":"AlwaysAllow"}`},
+		{name: "minAvailable as a percentage", set: []string{"scheduler.replicas=3", "scheduler.podDisruptionBudget.minAvailable=50%", "scheduler.podDisruptionBudget.unhealthyPodEvictionPolicy="},
+			want: `{"minAvailable":"50%"}`},
+		{name: "maxUnavailable", set: []string{"scheduler.replicas=4", "scheduler.podDisruptionBudget.maxUnavailable=2"},
+			want: `{"maxUnavailable":2,"unhealthyPodEvictionPolicy":"AlwaysAllow"}`},
+		{name: "one replica", set: []string{"scheduler.replicas=1"}},
+		{name: "disabled", set: []string{"scheduler.podDisruptionBudget.enabled=false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRender(t, ch, tc.set...)
+			if names := r.names("PodDisruptionBudget"); tc.want == "" {
+				if len(names) != 0 {
+					t.Errorf("PodDisruptionBudgets %v, want none", names)
+				}
+				return
+			}
+			var pdb struct {
+				Spec map[string]any `json:"spec"`
+			}
+			if err := yaml.Unmarshal(r.objects["PodDisruptionBudget budgetguard-scheduler"], &pdb); err != nil || pdb.Spec == nil {
+				t.Fatalf("PodDisruptionBudget budgetguard-scheduler: %v; rendered %v", err, r.names("PodDisruptionBudget"))
+			}
+			selector := pdb.Spec["selector"]
+			delete(pdb.Spec, "selector")
+			if got, _ := json.Marshal(pdb.Spec); string(got) != tc.want {
+				t.Errorf("PDB spec %s, want %s", got, tc.want)
+			}
+			var d appsv1.Deployment
+			r.get(t, "Deployment", "budgetguard-scheduler", &d)
+			want, _ := json.Marshal(d.Spec.Selector)
+			if got, _ := json.Marshal(selector); string(got) != string(want) {
+				t.Errorf("PDB selector %s, want the Deployment's %s", got, want)
+			}
+		})
+	}
+	_, err := renderSet(ch, "scheduler.podDisruptionBudget.minAvailable=1", "scheduler.podDisruptionBudget.maxUnavailable=1")
+	if err == nil || !strings.Contains(err.Error(), "scheduler.podDisruptionBudget: set minAvailable or maxUnavailable, not both") {
+		t.Errorf("both minAvailable and maxUnavailable: error %v, want the chart's refusal", err)
+	}
 }
