@@ -214,3 +214,47 @@ profiles:
 		}
 	})
 }
+
+// TestChartSchemaKnowsEveryPluginArg: values.schema.json closes
+// scheduler.pluginArgs to the fields of BudgetAwarePreemption's versioned
+// args, so a misspelt arg fails at helm template; the two lists must stay
+// the same, or a new arg would be refused by the chart.
+func TestChartSchemaKnowsEveryPluginArg(t *testing.T) {
+	data, err := os.ReadFile("../charts/budgetguard/values.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Scheduler struct {
+				Properties struct {
+					PluginArgs struct {
+						AdditionalProperties *bool          `json:"additionalProperties"`
+						Properties           map[string]any `json:"properties"`
+					} `json:"pluginArgs"`
+				} `json:"properties"`
+			} `json:"scheduler"`
+		} `json:"properties"`
+	}
+	if err := yaml.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	pa := schema.Properties.Scheduler.Properties.PluginArgs
+	if pa.AdditionalProperties == nil || *pa.AdditionalProperties {
+		t.Errorf("scheduler.pluginArgs accepts unknown fields in values.schema.json")
+	}
+	var got, want []string
+	for name := range pa.Properties {
+		got = append(got, name)
+	}
+	typ := reflect.TypeOf(budgetpreemption.VersionedArgs{})
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if name != "" {
+			want = append(want, name)
+		}
+	}
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("values.schema.json's scheduler.pluginArgs and BudgetAwarePreemption's args differ (-args,+schema):\n%s", diff)
+	}
+}

@@ -544,3 +544,40 @@ func TestSchedulerPodDisruptionBudget(t *testing.T) {
 		t.Errorf("both minAvailable and maxUnavailable: error %v, want the chart's refusal", err)
 	}
 }
+
+// TestSchemaRefusesMistakes: values.schema.json makes a misspelt or unknown
+// key, or a value of the wrong type, an error that names it, at any level
+// the chart owns, as `helm template`, `install` and `lint` check it.
+func TestSchemaRefusesMistakes(t *testing.T) {
+	ch := loadChart(t)
+	for _, tc := range []struct {
+		set  string
+		want []string // each must be in the error
+	}{
+		{"schedular.enabled=false", []string{"additional properties 'schedular' not allowed"}},
+		{"scheduler.replicaz=3", []string{"at '/scheduler'", "'replicaz' not allowed"}},
+		{"scheduler.replicas=two", []string{"at '/scheduler/replicas'", "want integer"}},
+		{"descheduler.leaderElection.leaseDuraton=15s", []string{"at '/descheduler/leaderElection'", "'leaseDuraton' not allowed"}},
+		{"descheduler.leaderElection.leaseDuration=15", []string{"at '/descheduler/leaderElection/leaseDuration'"}},
+		{"scheduler.pluginArgs.overideBudgetsAtPriority=5", []string{"at '/scheduler/pluginArgs'", "'overideBudgetsAtPriority' not allowed"}},
+		{"scheduler.pluginArgs.mode=strict", []string{"at '/scheduler/pluginArgs/mode'"}},
+		{"rbac.enabled=false", []string{"at '/rbac'", "'enabled' not allowed"}},
+		{"scheduler.serviceAccount.crate=false", []string{"at '/scheduler/serviceAccount'", "'crate' not allowed"}},
+		{"descheduler.kind=Job", []string{"at '/descheduler/kind'"}},
+		{"descheduler.successfulJobsHistoryLimit=-1", []string{"at '/descheduler/successfulJobsHistoryLimit'"}},
+		{"scheduler.podDisruptionBudget.maxUnavailable=one", []string{"at '/scheduler/podDisruptionBudget/maxUnavailable'"}},
+		{"serviceMonitor.enable=true", []string{"at '/serviceMonitor'", "'enable' not allowed"}},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			_, err := renderSet(ch, tc.set)
+			if err == nil {
+				t.Fatal("rendered without an error")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}
