@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Lints charts/budgetguard, renders it in both descheduler modes, and fails
-# when manifests/ differs from what hack/update-manifests.sh renders now.
+# Lints charts/budgetguard, renders it in both descheduler modes, runs the
+# chart's rendering tests (hack/tools/rendermanifests), and fails when
+# manifests/ differs from what hack/update-manifests.sh renders now.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,8 @@ for kind in Deployment CronJob; do
 			--set descheduler.kind="$kind" --set serviceMonitor.enabled="$monitor" >/dev/null
 	done
 done
+
+(cd hack/tools && "$GO" test -count=1 ./rendermanifests/)
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

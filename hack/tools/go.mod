@@ -14,6 +14,7 @@ tool (
 require (
 	github.com/google/go-containerregistry v0.22.1
 	helm.sh/helm/v3 v3.22.0
+	k8s.io/api v0.37.0
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -314,7 +315,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	gotest.tools/gotestsum v1.13.0 // indirect
 	honnef.co/go/tools v0.8.2 // indirect
-	k8s.io/api v0.37.0 // indirect
 	k8s.io/apiextensions-apiserver v0.37.0 // indirect
 	k8s.io/apimachinery v0.37.0 // indirect
 	k8s.io/apiserver v0.37.0 // indirect

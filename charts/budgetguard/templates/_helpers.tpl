@@ -73,14 +73,43 @@ app.kubernetes.io/component: {{ .component }}
 {{- default (include "budgetguard.descheduler.fullname" .) .Values.descheduler.leaderElection.resourceName -}}
 {{- end -}}
 
-{{/* An image reference; pass the component's image values and the root. */}}
+{{/*
+An image reference; pass the component's image values and the root. The
+default tag is the chart's appVersion with one leading "v": the images are
+tagged v0.1.0 whether appVersion says 0.1.0 or v0.1.0.
+*/}}
 {{- define "budgetguard.image" -}}
-{{- printf "%s:%s" .image.repository (default (printf "v%s" .ctx.Chart.AppVersion) .image.tag) -}}
+{{- $tag := .image.tag | default (printf "v%s" (trimPrefix "v" (toString .ctx.Chart.AppVersion))) -}}
+{{- printf "%s:%s" .image.repository $tag -}}
+{{- end -}}
+
+{{- define "budgetguard.scheduler.leaseNamespace" -}}
+{{- default (include "budgetguard.namespace" .) .Values.scheduler.leaderElection.resourceNamespace -}}
+{{- end -}}
+
+{{- define "budgetguard.descheduler.leaseNamespace" -}}
+{{- default (include "budgetguard.namespace" .) .Values.descheduler.leaderElection.resourceNamespace -}}
+{{- end -}}
+
+{{/*
+Whether extraArgs (pass the component's values) turn leader election off
+with --leader-elect=false, which both binaries honour over the chart's own
+setting.
+*/}}
+{{- define "budgetguard.extraArgsDisableLeaderElection" -}}
+{{- range .extraArgs -}}
+{{- if has (toString .) (list "--leader-elect=false" "-leader-elect=false") -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the scheduler runs under leader election. */}}
+{{- define "budgetguard.scheduler.leaderElect" -}}
+{{- if and .Values.scheduler.leaderElection.enabled (not (include "budgetguard.extraArgsDisableLeaderElection" .Values.scheduler)) -}}true{{- end -}}
 {{- end -}}
 
 {{/* Whether the descheduler runs under leader election (a Deployment only). */}}
 {{- define "budgetguard.descheduler.leaderElect" -}}
-{{- if and (eq .Values.descheduler.kind "Deployment") .Values.descheduler.leaderElection.enabled -}}true{{- end -}}
+{{- if and (eq .Values.descheduler.kind "Deployment") .Values.descheduler.leaderElection.enabled (not (include "budgetguard.extraArgsDisableLeaderElection" .Values.descheduler)) -}}true{{- end -}}
 {{- end -}}
 
 {{/* The KubeSchedulerConfiguration. */}}
@@ -89,8 +118,17 @@ apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: {{ .Values.scheduler.leaderElection.enabled }}
-  resourceNamespace: {{ include "budgetguard.namespace" . }}
+  resourceNamespace: {{ include "budgetguard.scheduler.leaseNamespace" . }}
   resourceName: {{ include "budgetguard.scheduler.leaseName" . }}
+  {{- with .Values.scheduler.leaderElection.leaseDuration }}
+  leaseDuration: {{ . }}
+  {{- end }}
+  {{- with .Values.scheduler.leaderElection.renewDeadline }}
+  renewDeadline: {{ . }}
+  {{- end }}
+  {{- with .Values.scheduler.leaderElection.retryPeriod }}
+  retryPeriod: {{ . }}
+  {{- end }}
 profiles:
 - schedulerName: {{ .Values.scheduler.schedulerName }}
   plugins:
@@ -101,8 +139,12 @@ profiles:
       - name: DefaultPreemption
   pluginConfig:
   - name: BudgetAwarePreemption
+    {{- with .Values.scheduler.pluginArgs }}
     args:
-      {{- toYaml .Values.scheduler.pluginArgs | nindent 6 }}
+      {{- toYaml . | nindent 6 }}
+    {{- else }}
+    args: {}
+    {{- end }}
 {{- end -}}
 
 {{/* The DeschedulerPolicy. */}}
@@ -110,4 +152,22 @@ profiles:
 apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
 {{ toYaml .Values.descheduler.deschedulerPolicy }}
+{{- end -}}
+
+{{/*
+Topology spread constraints; pass a dict with "ctx", "component" and
+"constraints". A constraint without a labelSelector selects the component's
+pods.
+*/}}
+{{- define "budgetguard.topologySpreadConstraints" -}}
+{{- $selector := fromYaml (include "budgetguard.selectorLabels" (dict "ctx" .ctx "component" .component)) -}}
+{{- $out := list -}}
+{{- range .constraints -}}
+{{- $c := deepCopy . -}}
+{{- if not (hasKey $c "labelSelector") -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) -}}
+{{- end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}

@@ -55,6 +55,7 @@ var renderings = []rendering{
 		outputs: map[string]output{
 			"templates/scheduler/rbac.yaml":         {path: "scheduler/rbac.yaml"},
 			"templates/scheduler/deployment.yaml":   {path: "scheduler/deployment.yaml"},
+			"templates/scheduler/pdb.yaml":          {path: "scheduler/pdb.yaml"},
 			"templates/scheduler/configmap.yaml":    {path: "scheduler/scheduler-config.yaml", dataKey: "scheduler-config.yaml"},
 			"templates/descheduler/rbac.yaml":       {path: "descheduler/rbac.yaml"},
 			"templates/descheduler/deployment.yaml": {path: "descheduler/deployment.yaml"},
@@ -70,6 +71,7 @@ var renderings = []rendering{
 			"templates/descheduler/cronjob.yaml":   {path: "descheduler-cronjob/cronjob.yaml"},
 			"templates/scheduler/rbac.yaml":        {},
 			"templates/scheduler/deployment.yaml":  {},
+			"templates/scheduler/pdb.yaml":         {},
 			"templates/scheduler/configmap.yaml":   {},
 			"templates/descheduler/rbac.yaml":      {},
 			"templates/descheduler/configmap.yaml": {},

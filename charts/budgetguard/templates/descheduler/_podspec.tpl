@@ -28,7 +28,16 @@ containers:
   {{- if include "budgetguard.descheduler.leaderElect" . }}
   - --leader-elect=true
   - --leader-elect-resource-name={{ include "budgetguard.descheduler.leaseName" . }}
-  - --leader-elect-resource-namespace={{ include "budgetguard.namespace" . }}
+  - --leader-elect-resource-namespace={{ include "budgetguard.descheduler.leaseNamespace" . }}
+  {{- with .Values.descheduler.leaderElection.leaseDuration }}
+  - --leader-elect-lease-duration={{ . }}
+  {{- end }}
+  {{- with .Values.descheduler.leaderElection.renewDeadline }}
+  - --leader-elect-renew-deadline={{ . }}
+  {{- end }}
+  {{- with .Values.descheduler.leaderElection.retryPeriod }}
+  - --leader-elect-retry-period={{ . }}
+  {{- end }}
   {{- end }}
   - --v={{ .Values.descheduler.verbosity }}
   {{- with .Values.descheduler.extraArgs }}
@@ -38,13 +47,18 @@ containers:
   - name: https
     containerPort: {{ .Values.descheduler.port }}
   {{- if eq .Values.descheduler.kind "Deployment" }}
+  {{- with .Values.descheduler.livenessProbe }}
   livenessProbe:
-    httpGet:
-      path: /healthz
-      port: https
-      scheme: HTTPS
-    initialDelaySeconds: 5
-    periodSeconds: 10
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.descheduler.readinessProbe }}
+  readinessProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.descheduler.startupProbe }}
+  startupProbe:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   {{- end }}
   resources:
     {{- toYaml .Values.descheduler.resources | nindent 4 }}
@@ -65,6 +79,10 @@ affinity:
 {{- with .Values.descheduler.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.descheduler.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- include "budgetguard.topologySpreadConstraints" (dict "ctx" $ "component" "descheduler" "constraints" .) | nindent 2 }}
 {{- end }}
 volumes:
 - name: policy-volume
