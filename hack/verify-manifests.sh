@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# Lints charts/budgetguard, renders it in both descheduler modes, runs the
-# chart's rendering tests (hack/tools/rendermanifests), and fails when
-# manifests/ differs from what hack/update-manifests.sh renders now.
+# Lints charts/budgetguard, renders it in both descheduler modes with the
+# helm the docs recommend (hack/helm.sh, without --kube-version), runs the
+# chart's rendering tests (hack/tools/rendermanifests) and make release's
+# (hack/tools/release), and fails when manifests/ differs from what
+# hack/update-manifests.sh renders now.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GO="${GO:-go}"
-helm=("$GO" tool -modfile=hack/tools/go.mod helm)
+helm=(hack/helm.sh)
 
-"${helm[@]}" lint --strict --kube-version 1.36.3 charts/budgetguard
+"${helm[@]}" lint --strict charts/budgetguard
 for kind in Deployment CronJob; do
 	for monitor in false true; do
-		"${helm[@]}" template budgetguard charts/budgetguard --namespace budgetguard --kube-version 1.36.3 \
+		"${helm[@]}" template budgetguard charts/budgetguard --namespace budgetguard \
 			--set descheduler.kind="$kind" --set serviceMonitor.enabled="$monitor" >/dev/null
 	done
 done
 
-(cd hack/tools && "$GO" test -count=1 ./rendermanifests/)
+(cd hack/tools && "$GO" test -count=1 ./rendermanifests/ ./release/)
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
