@@ -13,7 +13,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = $(shell VERSION=$(VERSION) hack/ldflags.sh)
 
-.PHONY: all build demo images release test test-unit test-integration soak promise bench perf manifests verify
+.PHONY: all build demo images chart release test test-unit test-integration soak promise bench perf manifests verify
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -34,6 +34,11 @@ demo:
 # linux/arm64, reproducible, no daemon, no base image) in _output/images.
 images:
 	VERSION=$(VERSION) hack/build-images.sh
+
+# The chart packaged with this build's version, which make images tags the
+# images with: _output/chart/budgetguard-<version>.tgz.
+chart:
+	hack/chart.sh
 
 # Everything a release publishes, into _output/release: the image archives,
 # kubectl-budgetguard for linux, darwin and windows (amd64, arm64) with its

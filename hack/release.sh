@@ -50,8 +50,7 @@ done
 "$work/release" krew --version "$version" --out "$out/budgetguard.yaml" manifests/krew/budgetguard.yaml \
 	"$out"/kubectl-budgetguard_*
 
-chart="$out/budgetguard-${version#v}.tgz"
-"$work/release" chart --epoch "$epoch" --version "$version" --out "$chart" --dir "$work/chart" charts/budgetguard
+VERSION="$version" hack/chart.sh "$out" "$work/chart" >/dev/null
 mkdir -p "$out/manifests"
 for d in scheduler descheduler descheduler-cronjob; do
 	cp -r "manifests/$d" "$out/manifests/"
@@ -59,6 +58,18 @@ done
 cp -r manifests/crds "$out/manifests/crds"
 rm -f "$out"/manifests/*/*.go
 hack/update-manifests.sh "$out/manifests" "$work/chart/budgetguard"
+
+# One version everywhere: the plugin's --version (the binary for this
+# machine) and every image the rendered manifests pull.
+native="$work/kubectl/$("$GO" env GOHOSTOS)_$("$GO" env GOHOSTARCH)/kubectl-budgetguard"
+if [[ -x "$native" ]] && ! "$native" --version | grep -qF "budgetguard $version "; then
+	echo "kubectl-budgetguard --version: $("$native" --version); want $version" >&2
+	exit 1
+fi
+if grep -rhoE 'image: \S+' "$out/manifests" | grep -vE ":$version\$"; then
+	echo "the rendered manifests above pull another version than $version" >&2
+	exit 1
+fi
 
 (cd "$out" && "$work/release" checksums --out checksums.txt \
 	kubectl-budgetguard_* "budgetguard-${version#v}.tgz" budgetguard.yaml images/*.oci.tar)

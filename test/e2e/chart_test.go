@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -16,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
+	"github.com/budgetguard/budgetguard/internal/localrun"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -116,38 +115,19 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *u
 func writeConfigMap(t *testing.T, cm *unstructured.Unstructured, dir string) {
 	t.Helper()
 	data, _, err := unstructured.NestedStringMap(cm.Object, "data")
-	if err != nil || len(data) == 0 {
-		t.Fatalf("ConfigMap %s has no data: %v", cm.GetName(), err)
+	if err != nil {
+		t.Fatalf("ConfigMap %s: %v", cm.GetName(), err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for key, value := range data {
-		if err := os.WriteFile(filepath.Join(dir, key), []byte(value), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := localrun.WriteConfig(data, dir); err != nil {
+		t.Fatalf("ConfigMap %s: %v", cm.GetName(), err)
 	}
 }
 
 // setClientKubeconfig sets clientConnection.kubeconfig in the
-// KubeSchedulerConfiguration at path: with --config, kube-scheduler ignores
-// its --kubeconfig flag, and a process outside a cluster has no in-cluster
-// configuration to fall back on. In a pod, the chart's config needs neither.
+// KubeSchedulerConfiguration at path (localrun.SetClientKubeconfig).
 func setClientKubeconfig(t *testing.T, path, kubeconfig string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	cfg["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
-	if data, err = yaml.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := localrun.SetClientKubeconfig(path, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 }

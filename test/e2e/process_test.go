@@ -24,21 +24,32 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/budgetguard/budgetguard/internal/localrun"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
-// buildBinaries builds bin/scheduler and bin/descheduler into dir, as make
-// build does (without -trimpath).
-func buildBinaries(t *testing.T, dir string) {
+// buildBinaries builds the packages (by default ./cmd/scheduler and
+// ./cmd/descheduler) into dir as make build does: with hack/ldflags.sh's
+// flags (the version, and the Kubernetes version the sandbox reports), and
+// without -trimpath.
+func buildBinaries(t *testing.T, dir string, pkgs ...string) {
 	t.Helper()
+	if len(pkgs) == 0 {
+		pkgs = []string{"./cmd/scheduler", "./cmd/descheduler"}
+	}
 	began := time.Now()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/scheduler", "./cmd/descheduler")
+	ldflags, err := exec.Command(filepath.Join(repoRoot, "hack", "ldflags.sh")).Output()
+	if err != nil {
+		t.Fatalf("hack/ldflags.sh: %v", err)
+	}
+	args := append([]string{"build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", dir + string(filepath.Separator)}, pkgs...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = repoRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	t.Logf("built scheduler and descheduler in %s", time.Since(began).Round(time.Second))
+	t.Logf("built %s in %s", strings.Join(pkgs, " "), time.Since(began).Round(time.Second))
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the
@@ -84,51 +95,21 @@ type component struct {
 	exited chan struct{}
 }
 
-// podSpecOf returns the pod spec of a rendered Deployment or CronJob.
-func podSpecOf(t *testing.T, workload *unstructured.Unstructured) map[string]any {
-	t.Helper()
-	path := []string{"spec", "template", "spec"}
-	if workload.GetKind() == "CronJob" {
-		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
-	}
-	spec, ok, err := unstructured.NestedMap(workload.Object, path...)
-	if !ok || err != nil {
-		t.Fatalf("%s %s has no pod spec: %v", workload.GetKind(), workload.GetName(), err)
-	}
-	return spec
-}
-
 // startComponent runs binary with the command line of the rendered
 // workload's one container: its config mount is replaced by configDir, its
 // --secure-port by a free port on 127.0.0.1, and it authenticates with
 // kubeconfig. The process is stopped (SIGTERM) when the test ends.
 func startComponent(t *testing.T, name, binary string, workload *unstructured.Unstructured, configDir, kubeconfig string, extra ...string) *component {
 	t.Helper()
-	spec := podSpecOf(t, workload)
-	containers, _, _ := unstructured.NestedSlice(spec, "containers")
-	if len(containers) != 1 {
-		t.Fatalf("%s: %d containers, want 1", workload.GetName(), len(containers))
+	spec, err := localrun.PodSpecOf(workload)
+	if err != nil {
+		t.Fatal(err)
 	}
-	container := containers[0].(map[string]any)
-	command, _, _ := unstructured.NestedStringSlice(container, "command")
-	args, _, _ := unstructured.NestedStringSlice(container, "args")
-	mounts, _, _ := unstructured.NestedSlice(container, "volumeMounts")
-	if len(mounts) != 1 {
-		t.Fatalf("%s: %d volume mounts, want the config's only", workload.GetName(), len(mounts))
-	}
-	mountPath := strings.TrimSuffix(mounts[0].(map[string]any)["mountPath"].(string), "/") + "/"
 	c := &component{name: name, port: freePort(t)}
-	var argv []string
-	for _, a := range append(command[1:], args...) {
-		switch {
-		case strings.HasPrefix(a, "--secure-port="):
-			a = fmt.Sprintf("--secure-port=%d", c.port)
-		default:
-			a = strings.ReplaceAll(a, mountPath, configDir+"/")
-		}
-		argv = append(argv, a)
+	argv, err := localrun.Args(spec, configDir, kubeconfig, c.port)
+	if err != nil {
+		t.Fatalf("%s: %v", workload.GetName(), err)
 	}
-	argv = append(argv, "--kubeconfig="+kubeconfig, "--bind-address=127.0.0.1")
 	argv = append(argv, extra...)
 	c.log = filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(c.log)
