@@ -9,6 +9,7 @@ import (
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -84,17 +85,24 @@ func (c *cluster) pod(namespace, name string) (*v1.Pod, error) {
 	return pod, nil
 }
 
-// node returns the pod's node, nil when unbound or when it cannot be read
-// (the rest of the answer does not depend on it).
-func (c *cluster) node(ctx context.Context, pod *v1.Pod) *v1.Node {
+// node returns the pod's node (nil when unbound), or why it could not be
+// read: what depends on it (cluster-autoscaler's taints, whether preemption
+// may take the pod) is then unknown, never guessed; the rest of the answer
+// does not depend on it.
+func (c *cluster) node(ctx context.Context, pod *v1.Pod) (*v1.Node, string) {
 	if pod.Spec.NodeName == "" {
-		return nil
+		return nil, ""
 	}
 	node, err := c.client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return nil
+	switch {
+	case err == nil:
+		return node, ""
+	case apierrors.IsForbidden(err):
+		return nil, "no permission to get nodes"
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Sprintf("node %s does not exist", pod.Spec.NodeName)
 	}
-	return node
+	return nil, fmt.Sprintf("could not get node %s: %v", pod.Spec.NodeName, err)
 }
 
 // events lists the events about pod.

@@ -196,7 +196,8 @@ func (o *options) why(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		out := buildWhy(pod, c.node(ctx, pod), events, c.cache.Explain(pod))
+		node, nodeUnknown := c.node(ctx, pod)
+		out := buildWhy(pod, node, nodeUnknown, events, c.cache.Explain(pod))
 		return o.print(out, func(w io.Writer, p painter) error { return printWhy(w, p, out) })
 	})
 }

@@ -101,10 +101,16 @@ func printWhy(w io.Writer, p painter, o WhyOutput) error {
 	fmt.Fprintf(tw, "NODE\t%s\n", orNone(o.Pod.Node))
 	fmt.Fprintf(tw, "CONTROLLER\t%s\n", orNone(o.Pod.Controller))
 	fmt.Fprintf(tw, "SAFE-TO-EVICT\t%s\n", orNone(o.Autoscaler.SafeToEvict))
-	if o.Pod.Node != "" {
-		fmt.Fprintf(tw, "NODE TAINTS\t%s\n", orNone(strings.Join(o.Autoscaler.NodeTaints, ", ")))
+	switch a := o.Autoscaler; {
+	case o.Pod.Node == "":
+	case a.NodeUnknown != "" || a.NodeBeingRemoved == nil || a.NodeDeletionCandidate == nil:
+		unknown := p.yellow("unknown: " + orNone(a.NodeUnknown))
+		fmt.Fprintf(tw, "NODE TAINTS\t%s\n", unknown)
+		fmt.Fprintf(tw, "NODE REMOVAL\t%s\n", unknown)
+	default:
+		fmt.Fprintf(tw, "NODE TAINTS\t%s\n", orNone(strings.Join(a.NodeTaints, ", ")))
 		fmt.Fprintf(tw, "NODE REMOVAL\tbeing removed by cluster-autoscaler: %s; deletion candidate: %s\n",
-			yesNo(o.Autoscaler.NodeBeingRemoved), yesNo(o.Autoscaler.NodeDeletionCandidate))
+			yesNo(*a.NodeBeingRemoved), yesNo(*a.NodeDeletionCandidate))
 	}
 	if o.Pod.IgnoresBudgets {
 		fmt.Fprintf(tw, "NOTE\tthe pod is %s: it may go without spending any budget\n", ignoredBecause(o.Pod))
@@ -132,15 +138,21 @@ func printWhy(w io.Writer, p painter, o WhyOutput) error {
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, d := range o.Decisions {
-		if d.Allowed {
+		op := strings.ToUpper(d.Operation)
+		switch {
+		case d.Allowed:
 			spends := "spends no budget"
 			if len(d.Spends) > 0 {
 				spends = "spends " + strings.Join(d.Spends, ", ")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.ToUpper(d.Operation), p.green("ALLOWED"), spends)
-			continue
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", op, p.green("ALLOWED"), spends)
+		case d.Result == ResultNotCandidate:
+			fmt.Fprintf(tw, "%s\t%s\t%s: %s\n", op, p.yellow("NOT A CANDIDATE"), d.Reason, d.Message)
+		case d.Result == ResultUnknown:
+			fmt.Fprintf(tw, "%s\t%s\t%s: %s\n", op, p.yellow("UNKNOWN"), d.Reason, d.Message)
+		default:
+			fmt.Fprintf(tw, "%s\t%s\t%s: %s\n", op, p.red("DENIED"), d.Reason, d.Message)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s: %s\n", strings.ToUpper(d.Operation), p.red("DENIED"), d.Reason, d.Message)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -77,16 +77,37 @@ type VerdictInfo struct {
 	Message string `json:"message,omitempty"`
 }
 
+// The results of a decision (DecisionInfo.Result).
+const (
+	// ResultAllowed: the operation may take the pod now.
+	ResultAllowed = "allowed"
+	// ResultDenied: a budget denies it.
+	ResultDenied = "denied"
+	// ResultNotCandidate: budgetguard's preemption never takes the pod,
+	// whatever its budgets say: its node is being removed by
+	// cluster-autoscaler.
+	ResultNotCandidate = "not-candidate"
+	// ResultUnknown: the answer depends on something the plugin could not
+	// read (the pod's node); Message says what and why.
+	ResultUnknown = "unknown"
+)
+
 // DecisionInfo is the decision for one operation, over every budget.
 type DecisionInfo struct {
 	// Operation is "eviction" or "preemption-delete".
 	Operation string `json:"operation"`
-	Allowed   bool   `json:"allowed"`
+	// Allowed is true only when Result is "allowed".
+	Allowed bool `json:"allowed"`
+	// Result is "allowed", "denied", "not-candidate" (preemption-delete
+	// only) or "unknown" (preemption-delete only).
+	Result string `json:"result"`
 	// Spends names the budgets an allowed disruption consumes, as
 	// "pdb ns/name".
 	Spends []string `json:"spends,omitempty"`
 	// Reason is the code of the first denial (budget.Reason), Message
-	// every denial's sentence, as the plugins report them.
+	// every denial's sentence, as the plugins report them; for
+	// "not-candidate" the reason is NodeBeingRemoved, for "unknown"
+	// NodeUnknown.
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 }
@@ -98,10 +119,18 @@ type AutoscalerInfo struct {
 	SafeToEvict string `json:"safeToEvict,omitempty"`
 	// NodeTaints are the node's taints as key=value:effect.
 	NodeTaints []string `json:"nodeTaints,omitempty"`
-	// NodeBeingRemoved: the node has ToBeDeletedByClusterAutoscaler.
-	NodeBeingRemoved bool `json:"nodeBeingRemoved"`
-	// NodeDeletionCandidate: the node has DeletionCandidateOfClusterAutoscaler.
-	NodeDeletionCandidate bool `json:"nodeDeletionCandidate"`
+	// NodeBeingRemoved: the node has ToBeDeletedByClusterAutoscaler; null
+	// when the node could not be read (see NodeUnknown).
+	NodeBeingRemoved *bool `json:"nodeBeingRemoved"`
+	// NodeDeletionCandidate: the node has
+	// DeletionCandidateOfClusterAutoscaler; null when the node could not
+	// be read.
+	NodeDeletionCandidate *bool `json:"nodeDeletionCandidate"`
+	// NodeUnknown says why the pod's node could not be read, e.g. "no
+	// permission to get nodes"; empty when it was read or the pod is not
+	// bound. When set, nodeTaints, nodeBeingRemoved and
+	// nodeDeletionCandidate are unknown.
+	NodeUnknown string `json:"nodeUnknown,omitempty"`
 }
 
 // PendingInfo is why an unbound pod waits.

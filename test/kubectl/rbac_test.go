@@ -2,6 +2,7 @@ package kubectl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/budgetguard/budgetguard/internal/kubectlplugin"
 
 	"github.com/budgetguard/budgetguard/internal/testenv"
 )
@@ -110,5 +113,40 @@ func TestDocumentedRightsSuffice(t *testing.T) {
 	}
 	if r := kubectlWith(t, kubeconfig, "lint", "-n", ns); r.code != 0 {
 		t.Errorf("lint: exit code %d, stderr %q, stdout:\n%s", r.code, r.errOut, r.out)
+	}
+}
+
+// TestWhyWithoutNodeRights: a user who may not get nodes is told that what
+// depends on the node is unknown, and why; not that the node is not being
+// removed, and not that preemption may take the pod.
+func TestWhyWithoutNodeRights(t *testing.T) {
+	ns, node := namespaceWithNode(t)
+	barePods(t, ns, node, "web", 1, nil)
+	kubeconfig := userKubeconfig(t, ns, pluginRules("nodes"))
+
+	r := kubectlWith(t, kubeconfig, "why", "web-0", "-n", ns)
+	if r.code != 0 {
+		t.Fatalf("exit code %d, stderr %q", r.code, r.errOut)
+	}
+	for _, field := range []string{"NODE TAINTS", "NODE REMOVAL"} {
+		if l := lineOf(r.out, field); !strings.Contains(l, "unknown: no permission to get nodes") {
+			t.Errorf("%s line %q does not say it is unknown for want of get on nodes:\n%s", field, l, r.out)
+		}
+	}
+	if l := lineOf(r.out, "PREEMPTION-DELETE"); !strings.Contains(l, "UNKNOWN") || strings.Contains(l, "ALLOWED") {
+		t.Errorf("PREEMPTION-DELETE line %q: want UNKNOWN (it depends on the node), not ALLOWED:\n%s", l, r.out)
+	}
+	expect(t, r, 0, "why-no-node-rights.txt", stabilizer(ns))
+
+	r = kubectlWith(t, kubeconfig, "why", "web-0", "-n", ns, "-o", "json")
+	var out kubectlplugin.WhyOutput
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, r.out)
+	}
+	if a := out.Autoscaler; a.NodeBeingRemoved != nil || a.NodeDeletionCandidate != nil || !strings.Contains(a.NodeUnknown, "no permission to get nodes") {
+		t.Errorf("autoscaler %+v: want nodeBeingRemoved and nodeDeletionCandidate null, nodeUnknown naming get nodes", a)
+	}
+	if d := out.Decisions[1]; d.Allowed || d.Result != kubectlplugin.ResultUnknown {
+		t.Errorf("preemption-delete %+v: want not allowed, result %s", d, kubectlplugin.ResultUnknown)
 	}
 }

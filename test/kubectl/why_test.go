@@ -3,7 +3,7 @@ package kubectl
 import (
 	"context"
 	"fmt"
-
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,4 +129,21 @@ func crashLooping(ns, name string) testenv.Condition {
 		}
 		return false, fmt.Errorf("pod %s/%s: container statuses %v", ns, name, pod.Status.ContainerStatuses)
 	}
+}
+
+// TestNodeBeingRemoved: a pod on a node cluster-autoscaler is removing
+// (taint ToBeDeletedByClusterAutoscaler) is never a preemption candidate:
+// budgetguard's preemption takes no victims there, whatever the budgets say.
+func TestNodeBeingRemoved(t *testing.T) {
+	ns := env.NewNamespace(t)
+	env.DumpOnFailure(t, ns)
+	node := env.CreateNode(t, ns, testobj.MakeNode().Taint(budget.TaintToBeDeleted, corev1.TaintEffectNoSchedule))
+	barePods(t, ns, node.Name, "web", 1, nil)
+
+	r := kubectl(t, "why", "web-0", "-n", ns)
+	if l := lineOf(r.out, "PREEMPTION-DELETE"); strings.Contains(l, "ALLOWED") || !strings.Contains(l, "NOT A CANDIDATE") ||
+		!strings.Contains(l, "being removed by cluster-autoscaler") {
+		t.Errorf("PREEMPTION-DELETE line %q: want NOT A CANDIDATE, the node being removed by cluster-autoscaler:\n%s", l, r.out)
+	}
+	expect(t, r, 0, "why-node-removed.txt", stabilizer(ns))
 }
