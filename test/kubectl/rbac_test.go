@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -148,5 +150,30 @@ func TestWhyWithoutNodeRights(t *testing.T) {
 	}
 	if d := out.Decisions[1]; d.Allowed || d.Result != kubectlplugin.ResultUnknown {
 		t.Errorf("preemption-delete %+v: want not allowed, result %s", d, kubectlplugin.ResultUnknown)
+	}
+}
+
+// TestLintWithoutPUBRights: a user who may not list PodUnavailableBudgets
+// is told so at once, with the verb and the resource, instead of waiting
+// 30 s for the informers and being told nothing precise.
+func TestLintWithoutPUBRights(t *testing.T) {
+	ns, node := namespaceWithNode(t)
+	barePods(t, ns, node, "web", 1, nil)
+	kubeconfig := userKubeconfig(t, ns, pluginRules("podunavailablebudgets"))
+
+	start := time.Now()
+	r := kubectlWith(t, kubeconfig, "lint", "-n", ns)
+	took := time.Since(start)
+	if r.code != kubectlplugin.ExitFailed {
+		t.Errorf("exit code %d, want %d; stdout:\n%s", r.code, kubectlplugin.ExitFailed, r.out)
+	}
+	// The verb is the one the API server refused first: the informers'
+	// first request is a list, or a watch that sends the initial list.
+	want := regexp.MustCompile(`no permission to (list|watch) podunavailablebudgets\.policy\.kruise\.io in namespace ` + regexp.QuoteMeta(ns) + ` `)
+	if !want.MatchString(r.errOut) {
+		t.Errorf("stderr %q does not match %q", r.errOut, want)
+	}
+	if took > 10*time.Second {
+		t.Errorf("lint took %s to report a refusal the first list got", took.Round(time.Millisecond))
 	}
 }
