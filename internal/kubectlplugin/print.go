@@ -1,7 +1,6 @@
 package kubectlplugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,14 +8,6 @@ import (
 	"text/tabwriter"
 
 	"golang.org/x/term"
-	"sigs.k8s.io/yaml"
-)
-
-// Output formats of -o.
-const (
-	formatTable = ""
-	formatJSON  = "json"
-	formatYAML  = "yaml"
 )
 
 // painter colours text for a terminal, and leaves it alone elsewhere.
@@ -40,23 +31,6 @@ func (p painter) red(s string) string    { return p.paint("31", s) }
 func (p painter) green(s string) string  { return p.paint("32", s) }
 func (p painter) yellow(s string) string { return p.paint("33", s) }
 func (p painter) bold(s string) string   { return p.paint("1", s) }
-
-// printData writes v as JSON or YAML.
-func printData(w io.Writer, format string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if format == formatYAML {
-		if b, err = yaml.JSONToYAML(b); err != nil {
-			return err
-		}
-	} else {
-		b = append(b, '\n')
-	}
-	_, err = w.Write(b)
-	return err
-}
 
 func yesNo(b bool) string {
 	if b {
@@ -83,8 +57,9 @@ func short(kind string) string {
 	return strings.ToLower(kind)
 }
 
-// printWhy writes the answer for people.
-func printWhy(w io.Writer, p painter, o WhyOutput) error {
+// printWhy writes the answer for people; wide adds each budget's own
+// sentence for a denial (MESSAGE).
+func printWhy(w io.Writer, p painter, o WhyOutput, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	health := "Ready"
 	if !o.Pod.Ready {
@@ -124,11 +99,19 @@ func printWhy(w io.Writer, p painter, o WhyOutput) error {
 		fmt.Fprintln(w, "No PodDisruptionBudget or PodUnavailableBudget covers the pod.")
 	} else {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "BUDGET\tMATCH\tHEALTHY\tDESIRED\tALLOWED\tEXPECTED\tIN-FLIGHT\tSTALE\tUNHEALTHY-POLICY\tEVICTION\tDELETE")
+		header := "BUDGET\tMATCH\tHEALTHY\tDESIRED\tALLOWED\tEXPECTED\tIN-FLIGHT\tSTALE\tUNHEALTHY-POLICY\tEVICTION\tDELETE"
+		if wide {
+			header += "\tMESSAGE"
+		}
+		fmt.Fprintln(tw, header)
 		for _, b := range o.Budgets {
-			fmt.Fprintf(tw, "%s %s/%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", short(b.Kind), b.Namespace, b.Name, b.Match,
+			fmt.Fprintf(tw, "%s %s/%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s", short(b.Kind), b.Namespace, b.Name, b.Match,
 				b.Healthy, b.Desired, b.Allowed, b.Expected, b.InFlight, yesNo(b.Stale), orDash(b.UnhealthyPodEvictionPolicy),
 				verdictText(p, b.Eviction), verdictText(p, b.Delete))
+			if wide {
+				fmt.Fprintf(tw, "\t%s", budgetMessage(b))
+			}
+			fmt.Fprintln(tw)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -190,6 +173,21 @@ func printWhy(w io.Writer, p painter, o WhyOutput) error {
 		}
 	}
 	return nil
+}
+
+// budgetMessage is the budget's own sentence for its denials: the
+// eviction's, and the delete's when it says something else; "-" when it
+// denies neither.
+func budgetMessage(b BudgetInfo) string {
+	switch e, d := b.Eviction.Message, b.Delete.Message; {
+	case e != "" && d != "" && d != e:
+		return "eviction: " + e + "; delete: " + d
+	case e != "":
+		return e
+	case d != "":
+		return "delete: " + d
+	}
+	return "-"
 }
 
 func ignoredBecause(pod PodInfo) string {

@@ -1,11 +1,16 @@
 package kubectlplugin
 
-// The output schema of -o json and -o yaml. Field names are part of the
-// plugin's interface: add fields, never rename or remove one.
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// The output schema of -o json, -o yaml and the templates. Field names are
+// part of the plugin's interface: add fields, never rename or remove one.
 
 // WhyOutput is what "why POD" prints.
 type WhyOutput struct {
-	Pod PodInfo `json:"pod"`
+	// TypeMeta is apiVersion kubectl.budgetguard.io/v1alpha1, kind
+	// PodBudgetExplanation.
+	metav1.TypeMeta `json:",inline"`
+	Pod             PodInfo `json:"pod"`
 	// Budgets are the PDBs and PUBs that cover the pod, PDBs first, each
 	// kind by name.
 	Budgets []BudgetInfo `json:"budgets"`
@@ -172,6 +177,9 @@ type ScaleUpInfo struct {
 
 // LintOutput is what "lint" prints.
 type LintOutput struct {
+	// TypeMeta is apiVersion kubectl.budgetguard.io/v1alpha1, kind
+	// BudgetLintReport.
+	metav1.TypeMeta `json:",inline"`
 	// Namespace is the namespace linted, empty for all namespaces.
 	Namespace string        `json:"namespace,omitempty"`
 	Findings  []FindingInfo `json:"findings"`

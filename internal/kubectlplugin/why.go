@@ -39,6 +39,7 @@ const (
 // events about the pod.
 func buildWhy(pod *v1.Pod, node *v1.Node, nodeUnknown string, events []v1.Event, x budget.Explanation) WhyOutput {
 	out := WhyOutput{
+		TypeMeta: whyTypeMeta,
 		Pod: PodInfo{
 			Namespace:      pod.Namespace,
 			Name:           pod.Name,

@@ -37,6 +37,14 @@ func TestExhaustedPDB(t *testing.T) {
 
 	expect(t, kubectl(t, "why", "web-0", "-n", ns), 0, "why-exhausted.txt", stable)
 	expect(t, kubectl(t, "why", "web-0", "-n", ns, "-o", "json"), 0, "why-exhausted.json", stable)
+	expect(t, kubectl(t, "why", "web-0", "-n", ns, "-o", "wide"), 0, "why-exhausted-wide.txt", stable)
+	// cli-runtime's printers: the budgets by name, a JSONPath.
+	if r := kubectl(t, "why", "web-0", "-n", ns, "-o", "name"); r.code != 0 || r.out != "poddisruptionbudget.policy/web\n" {
+		t.Errorf("-o name: exit code %d, stdout %q, stderr %q; want poddisruptionbudget.policy/web", r.code, r.out, r.errOut)
+	}
+	if r := kubectl(t, "why", "web-0", "-n", ns, "-o", "jsonpath={.decisions[*].result}"); r.code != 0 || r.out != "denied denied" {
+		t.Errorf("-o jsonpath: exit code %d, stdout %q, stderr %q; want %q", r.code, r.out, r.errOut, "denied denied")
+	}
 	expect(t, kubectl(t, "lint", "-n", ns), kubectlplugin.ExitFindings, "lint-exhausted.txt", stable)
 
 	// The preemptor: unbound, Unschedulable, with the event the preemption
