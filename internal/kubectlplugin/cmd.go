@@ -41,7 +41,7 @@ type options struct {
 	streams genericiooptions.IOStreams
 	// printFlags are -o and the template flags of the command that runs.
 	printFlags *genericclioptions.PrintFlags
-	all   bool
+	all        bool
 }
 
 // Execute runs kubectl-budgetguard with args (without the program name) and
@@ -180,7 +180,6 @@ func quiet(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 	return context.WithCancel(klog.NewContext(ctx, logr.Discard()))
 }
-
 
 func (o *options) namespace() (string, error) {
 	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
