@@ -20,9 +20,12 @@ LDFLAGS = $(shell VERSION=$(VERSION) hack/ldflags.sh)
 
 all: build
 
+# bin/ holds the binaries, and kubectl_complete-budgetguard, which kubectl
+# runs for completions of "kubectl budgetguard" when it is on PATH.
 build:
 	$(GO) build ./...
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/scheduler ./cmd/descheduler ./cmd/sandbox ./cmd/kubectl-budgetguard
+	install -m 0755 cmd/kubectl-budgetguard/kubectl_complete-budgetguard bin/
 
 # The showcase: the same scenario with upstream DefaultPreemption, then with
 # budgetguard, side by side (about 30 s once built).

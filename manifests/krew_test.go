@@ -40,6 +40,10 @@ type krewPlugin struct {
 	} `json:"spec"`
 }
 
+// completionBin is what kubectl 1.26+ runs for completions of "kubectl
+// budgetguard" (cmd/kubectl-budgetguard/kubectl_complete-budgetguard).
+const completionBin = "kubectl_complete-budgetguard"
+
 var (
 	krewVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+`)
 	sha256Hex   = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -49,7 +53,8 @@ var (
 // krew's own validation checks (pkg/index/validation): the API, a name, a
 // semantic version with a leading v, a short description, and per platform
 // a selector, an https URI, a sha256 and the bin kubectl runs, here
-// kubectl-budgetguard, which the archive must hold.
+// kubectl-budgetguard, which the archive must hold; and, budgetguard's own
+// rule, the completion executable kubectl_complete-budgetguard beside it.
 func decodeKrewPlugin(data []byte) error {
 	var p krewPlugin
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
@@ -77,11 +82,13 @@ func decodeKrewPlugin(data []byte) error {
 		}
 		check(pl.Bin == wantBin, "platforms[%d].bin %q, want %s", i, pl.Bin, wantBin)
 		check(pl.Selector != nil && pl.Selector.MatchLabels["os"] != "" && pl.Selector.MatchLabels["arch"] != "", "platforms[%d].selector must match os and arch", i)
-		shipsBin := false
+		shipsBin, shipsCompletion := false, false
 		for _, f := range pl.Files {
 			shipsBin = shipsBin || f.From == pl.Bin
+			shipsCompletion = shipsCompletion || (f.From == completionBin && f.To == ".")
 		}
 		check(shipsBin, "platforms[%d].files do not include the bin %q", i, pl.Bin)
+		check(shipsCompletion, "platforms[%d].files do not put %s beside the bin", i, completionBin)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("krew plugin: %s", strings.Join(errs, "; "))
@@ -90,7 +97,8 @@ func decodeKrewPlugin(data []byte) error {
 }
 
 // TestKrewPluginCheckFails: the check refuses what krew would: an unknown
-// field, a bin other than kubectl-budgetguard, a sha256 that is not one.
+// field, a bin other than kubectl-budgetguard, a sha256 that is not one;
+// and a platform without the completion executable.
 func TestKrewPluginCheckFails(t *testing.T) {
 	good, err := os.ReadFile("krew/budgetguard.yaml")
 	if err != nil {
@@ -104,6 +112,9 @@ func TestKrewPluginCheckFails(t *testing.T) {
 		"wrong bin":     func(s string) string { return strings.Replace(s, "bin: kubectl-budgetguard", "bin: budgetguard", 1) },
 		"short sha256":  func(s string) string { return strings.Replace(s, `sha256: "0000`, `sha256: "`, 1) },
 		"no version v":  func(s string) string { return strings.Replace(s, "version: v0", "version: 0", 1) },
+		"no completion": func(s string) string {
+			return strings.ReplaceAll(s, "    - from: kubectl_complete-budgetguard\n      to: .\n", "")
+		},
 	} {
 		if err := decodeKrewPlugin([]byte(edit(string(good)))); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -1,6 +1,11 @@
 // Command kubectl-budgetguard is the kubectl plugin "kubectl budgetguard":
 // "why POD" explains a pod's budget decision, "lint" finds budget designs
 // that break the Eviction API. See docs/kubectl-plugin.md.
+//
+// kubectl_complete-budgetguard, beside this file, is the completion
+// executable kubectl 1.26+ runs for "kubectl budgetguard <TAB>": it hands
+// the words to this command's cobra "__complete". make build installs both
+// in bin/.
 package main
 
 import (

@@ -9,6 +9,7 @@ import (
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -18,8 +19,9 @@ import (
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
-// syncTimeout bounds how long the plugin waits for its informers; a user
-// who may not list one of the resources waits this long for the error.
+// syncTimeout bounds how long the plugin waits for its informers when the
+// API server neither answers their lists nor refuses them (a refusal ends
+// the wait at once).
 const syncTimeout = 30 * time.Second
 
 // cluster is a read-only view of one namespace, or of all: a budget.Cache
@@ -34,6 +36,11 @@ type cluster struct {
 // openCluster lists and watches pods, PDBs, ReplicaSets, Deployments,
 // StatefulSets and (when served) PUBs in namespace ("" for all) and waits
 // until the Cache has them.
+//
+// The first list, watch or discovery request the API server refuses (403,
+// or 401) ends the wait with an error that names the verb, the resource and
+// the namespace: the plugin never answers without a kind it may not read,
+// since an answer without the PUBs could call a PUB-protected pod free.
 func openCluster(ctx context.Context, cfg *rest.Config, namespace string) (*cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubectl-budgetguard"
@@ -41,16 +48,24 @@ func openCluster(ctx context.Context, cfg *rest.Config, namespace string) (*clus
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
-	kc, err := kruiseclientset.NewForConfig(cfg)
+	// The informers' own clients, whose refusals end the wait.
+	refused := newRefusals()
+	icfg := rest.CopyConfig(cfg)
+	icfg.Wrap(refused.wrap)
+	ic, err := kubernetes.NewForConfig(icfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	kc, err := kruiseclientset.NewForConfig(icfg)
 	if err != nil {
 		return nil, fmt.Errorf("OpenKruise client for %s: %w", cfg.Host, err)
 	}
 	c := &cluster{
 		client:  client,
-		factory: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace)),
+		factory: informers.NewSharedInformerFactoryWithOptions(ic, 0, informers.WithNamespace(namespace)),
 		kruise:  kruiseinformers.NewSharedInformerFactoryWithOptions(kc, 0, kruiseinformers.WithNamespace(namespace)),
 	}
-	c.cache, err = budget.New(ctx, c.factory, budget.Options{KruiseInformers: c.kruise, Discovery: client.Discovery()})
+	c.cache, err = budget.New(ctx, c.factory, budget.Options{KruiseInformers: c.kruise, Discovery: ic.Discovery()})
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +76,26 @@ func openCluster(ctx context.Context, cfg *rest.Config, namespace string) (*clus
 	c.kruise.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-refused.refused:
+			cancel()
+		case <-syncCtx.Done():
+		}
+	}()
 	if !c.cache.WaitForCacheSync(syncCtx) {
+		select {
+		case <-refused.refused:
+			return nil, refused.err
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		last := ""
+		if l := refused.lastFailure(); l != "" {
+			last = "; the last failure: " + l
+		}
 		if reason, why := c.cache.NotSynced(); reason == budget.NotSyncedDiscovery {
 			// An answer without the PUBs could call a PUB-protected pod free.
 			return nil, fmt.Errorf("cannot tell whether %s serves PodUnavailableBudgets within %s: %s", cfg.Host, syncTimeout, why)
@@ -70,7 +104,7 @@ func openCluster(ctx context.Context, cfg *rest.Config, namespace string) (*clus
 		if namespace != "" {
 			where = "namespace " + namespace
 		}
-		return nil, fmt.Errorf("could not list pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets and PodUnavailableBudgets in %s of %s within %s: check the connection and that you may list and watch them", where, cfg.Host, syncTimeout)
+		return nil, fmt.Errorf("could not list pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets and PodUnavailableBudgets in %s of %s within %s%s", where, cfg.Host, syncTimeout, last)
 	}
 	return c, nil
 }
@@ -84,17 +118,24 @@ func (c *cluster) pod(namespace, name string) (*v1.Pod, error) {
 	return pod, nil
 }
 
-// node returns the pod's node, nil when unbound or when it cannot be read
-// (the rest of the answer does not depend on it).
-func (c *cluster) node(ctx context.Context, pod *v1.Pod) *v1.Node {
+// node returns the pod's node (nil when unbound), or why it could not be
+// read: what depends on it (cluster-autoscaler's taints, whether preemption
+// may take the pod) is then unknown, never guessed; the rest of the answer
+// does not depend on it.
+func (c *cluster) node(ctx context.Context, pod *v1.Pod) (*v1.Node, string) {
 	if pod.Spec.NodeName == "" {
-		return nil
+		return nil, ""
 	}
 	node, err := c.client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return nil
+	switch {
+	case err == nil:
+		return node, ""
+	case apierrors.IsForbidden(err):
+		return nil, "no permission to get nodes"
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Sprintf("node %s does not exist", pod.Spec.NodeName)
 	}
-	return node
+	return nil, fmt.Sprintf("could not get node %s: %v", pod.Spec.NodeName, err)
 }
 
 // events lists the events about pod.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
@@ -37,16 +39,19 @@ var errFindings = errors.New("lint found error-level findings")
 type options struct {
 	flags   *genericclioptions.ConfigFlags
 	streams genericiooptions.IOStreams
-	output  string
-	all     bool
+	// printFlags are -o and the template flags of the command that runs.
+	printFlags *genericclioptions.PrintFlags
+	all        bool
 }
 
 // Execute runs kubectl-budgetguard with args (without the program name) and
-// returns the process's exit code.
+// returns the process's exit code. klog's verbosity (-v) is set for the
+// run and put back afterwards.
 func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
 	root := NewCommand(streams)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	defer restoreVerbosity(root)()
+	cmd, err := root.ExecuteContextC(ctx)
 	var usage usageError
 	switch {
 	case err == nil:
@@ -54,7 +59,7 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	case errors.Is(err, errFindings):
 		return ExitFindings
 	case errors.As(err, &usage):
-		fmt.Fprintf(streams.ErrOut, "error: %v\nSee '%s --help'.\n", err, root.CommandPath())
+		fmt.Fprintf(streams.ErrOut, "error: %v\nSee '%s --help'.\n", err, cmd.CommandPath())
 		return ExitUsage
 	default:
 		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
@@ -66,12 +71,22 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &options{flags: genericclioptions.NewConfigFlags(false), streams: streams}
 	root := &cobra.Command{
-		Use:   "kubectl-budgetguard",
-		Short: "Explain disruption budget decisions and lint budget designs",
+		// kubectl runs the binary kubectl-budgetguard as "kubectl
+		// budgetguard"; help and errors say the latter.
+		Use:         "kubectl-budgetguard",
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl budgetguard"},
+		Short:       "Explain disruption budget decisions and lint budget designs",
 		Long: `kubectl budgetguard answers "why can't this pod go?" from the same decision
 code as budgetguard's scheduler and descheduler plugins, and finds
 PodDisruptionBudget and PodUnavailableBudget designs that break the Eviction
 API or block every disruption. It only reads the cluster.
+
+It needs get on nodes, list on events, and list and watch on pods,
+poddisruptionbudgets, replicasets, deployments, statefulsets and (where
+served) podunavailablebudgets.policy.kruise.io. The first list or watch the
+API server refuses ends the command with exit code 3, naming the verb and
+the resource; without get on nodes, "why" says what depends on the node is
+unknown.
 
 Exit codes: 0 done (lint: no error-level finding), 1 lint found an error,
 2 wrong usage, 3 the cluster could not be read.`,
@@ -88,34 +103,65 @@ Exit codes: 0 done (lint: no error-level finding), 1 lint found an error,
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	o.flags.AddFlags(root.PersistentFlags())
+	addLogFlags(root.PersistentFlags())
 
 	why := &cobra.Command{
-		Use:   "why POD",
+		Use:   "why (POD | pod/POD)",
 		Short: "Explain whether the pod may be evicted or preempted now, and why",
 		Example: `  kubectl budgetguard why web-7d9f8-abcde -n shop
-  kubectl budgetguard why web-7d9f8-abcde -n shop -o yaml`,
+  kubectl budgetguard why pod/web-7d9f8-abcde -n shop -o yaml
+  kubectl budgetguard why web-7d9f8-abcde -n shop -o jsonpath='{.decisions[?(@.operation=="eviction")].result}'
+  kubectl budgetguard why web-7d9f8-abcde -n shop -o name   # the budgets that cover it`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError{fmt.Errorf("why takes exactly one pod name, got %d arguments", len(args))}
+				return usageError{fmt.Errorf("why takes exactly one pod, as NAME or pod/NAME; got %d arguments", len(args))}
 			}
-			return nil
+			_, err := podName(args[0])
+			return err
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.why(cmd.Context(), args[0]) },
+		ValidArgsFunction: o.completePods,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := podName(args[0])
+			if err != nil {
+				return err
+			}
+			return o.why(cmd.Context(), name)
+		},
 	}
 	lint := &cobra.Command{
 		Use:   "lint",
 		Short: "Find budget designs that break the Eviction API or block disruptions",
 		Example: `  kubectl budgetguard lint -n shop
-  kubectl budgetguard lint -A -o json`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.lint(cmd.Context()) },
+  kubectl budgetguard lint -A -o json
+  kubectl budgetguard lint -A -o name   # the budgets and pods of every finding`,
+		Args:              noArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE:              func(cmd *cobra.Command, _ []string) error { return o.lint(cmd.Context()) },
 	}
 	lint.Flags().BoolVarP(&o.all, "all-namespaces", "A", false, "lint every namespace")
 	for _, c := range []*cobra.Command{why, lint} {
-		c.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
+		addPrintFlags(o, c)
 		root.AddCommand(c)
 	}
 	return root
+}
+
+// podName is the pod's name from NAME or pod/NAME (kubectl's TYPE/NAME,
+// with pod, pods or po as the type); any other type is a usage error.
+func podName(arg string) (string, error) {
+	kind, name, typed := strings.Cut(arg, "/")
+	if !typed {
+		kind, name = "pod", arg
+	}
+	switch {
+	case kind != "pod" && kind != "pods" && kind != "po":
+		return "", usageError{fmt.Errorf("why explains pods: %q names a %s; give NAME or pod/NAME", arg, kind)}
+	case name == "":
+		return "", usageError{fmt.Errorf("why: %q names no pod; give NAME or pod/NAME", arg)}
+	case strings.Contains(name, "/"):
+		return "", usageError{fmt.Errorf("why: %q is not a pod name; give NAME or pod/NAME", arg)}
+	}
+	return name, nil
 }
 
 func noArgs(cmd *cobra.Command, args []string) error {
@@ -125,19 +171,14 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// quiet returns a context whose logger discards: the Cache's log lines
-// (PUB support off, an invalid selector) are for components; this command
-// reports the same in its answer.
+// quiet returns a context whose logger discards unless -v asks for logs:
+// the Cache's log lines (PUB support off, an invalid selector) are for
+// components; this command reports the same in its answer.
 func quiet(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithCancel(klog.NewContext(ctx, logr.Discard()))
-}
-
-func (o *options) checkOutput() error {
-	switch o.output {
-	case formatTable, formatJSON, formatYAML:
-		return nil
+	if klog.V(1).Enabled() {
+		return context.WithCancel(ctx)
 	}
-	return usageError{fmt.Errorf("--output %q: must be json or yaml, or unset for a table", o.output)}
+	return context.WithCancel(klog.NewContext(ctx, logr.Discard()))
 }
 
 func (o *options) namespace() (string, error) {
@@ -159,7 +200,7 @@ func (o *options) open(ctx context.Context, namespace string) (*cluster, error) 
 // withCluster checks -o, opens the cluster for the command's namespace (all
 // namespaces when all) and calls fn with it.
 func (o *options) withCluster(ctx context.Context, all bool, fn func(ctx context.Context, c *cluster, ns string) error) error {
-	if err := o.checkOutput(); err != nil {
+	if _, err := o.printer(); err != nil {
 		return err
 	}
 	ns := ""
@@ -178,12 +219,20 @@ func (o *options) withCluster(ctx context.Context, all bool, fn func(ctx context
 	return fn(ctx, c, ns)
 }
 
-// print writes v as -o asks: JSON, YAML, or the table.
-func (o *options) print(v any, table func(io.Writer, painter) error) error {
-	if o.output != formatTable {
-		return printData(o.streams.Out, o.output, v)
+// print writes the answer as -o asks: the table (wide or not), the names of
+// the objects it involves, or obj through cli-runtime's printers.
+func (o *options) print(obj runtime.Object, names []ObjectInfo, table func(io.Writer, painter, bool) error) error {
+	p, err := o.printer()
+	if err != nil {
+		return err
 	}
-	return table(o.streams.Out, colourFor(o.streams.Out))
+	switch {
+	case p == nil:
+		return table(o.streams.Out, colourFor(o.streams.Out), *o.printFlags.OutputFormat == formatWide)
+	case *o.printFlags.OutputFormat == formatName:
+		return printNames(p, o.streams.Out, names)
+	}
+	return p.PrintObj(obj, o.streams.Out)
 }
 
 func (o *options) why(ctx context.Context, name string) error {
@@ -196,8 +245,13 @@ func (o *options) why(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		out := buildWhy(pod, c.node(ctx, pod), events, c.cache.Explain(pod))
-		return o.print(out, func(w io.Writer, p painter) error { return printWhy(w, p, out) })
+		node, nodeUnknown := c.node(ctx, pod)
+		out := buildWhy(pod, node, nodeUnknown, events, c.cache.Explain(pod))
+		var names []ObjectInfo
+		for _, b := range out.Budgets {
+			names = append(names, ObjectInfo{Kind: b.Kind, Namespace: b.Namespace, Name: b.Name})
+		}
+		return o.print(&out, names, func(w io.Writer, p painter, wide bool) error { return printWhy(w, p, out, wide) })
 	})
 }
 
@@ -208,7 +262,11 @@ func (o *options) lint(ctx context.Context) error {
 			return err
 		}
 		out := buildLint(ns, c.cache.Lint(in))
-		if err := o.print(out, func(w io.Writer, p painter) error { return printLint(w, p, out) }); err != nil {
+		var names []ObjectInfo
+		for _, f := range out.Findings {
+			names = append(names, f.Objects...)
+		}
+		if err := o.print(&out, names, func(w io.Writer, p painter, _ bool) error { return printLint(w, p, out) }); err != nil {
 			return err
 		}
 		if out.Errors > 0 {
@@ -220,7 +278,7 @@ func (o *options) lint(ctx context.Context) error {
 
 // buildLint turns the Cache's findings into the output schema.
 func buildLint(namespace string, findings []budget.Finding) LintOutput {
-	out := LintOutput{Namespace: namespace, Findings: []FindingInfo{}}
+	out := LintOutput{TypeMeta: lintTypeMeta, Namespace: namespace, Findings: []FindingInfo{}}
 	for _, f := range findings {
 		fi := FindingInfo{Severity: string(f.Severity), Code: string(f.Code), MoreObjects: f.More, Message: f.Message, Fix: f.Fix}
 		for _, obj := range f.Objects {

@@ -1,7 +1,6 @@
 package kubectlplugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,14 +8,6 @@ import (
 	"text/tabwriter"
 
 	"golang.org/x/term"
-	"sigs.k8s.io/yaml"
-)
-
-// Output formats of -o.
-const (
-	formatTable = ""
-	formatJSON  = "json"
-	formatYAML  = "yaml"
 )
 
 // painter colours text for a terminal, and leaves it alone elsewhere.
@@ -40,23 +31,6 @@ func (p painter) red(s string) string    { return p.paint("31", s) }
 func (p painter) green(s string) string  { return p.paint("32", s) }
 func (p painter) yellow(s string) string { return p.paint("33", s) }
 func (p painter) bold(s string) string   { return p.paint("1", s) }
-
-// printData writes v as JSON or YAML.
-func printData(w io.Writer, format string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if format == formatYAML {
-		if b, err = yaml.JSONToYAML(b); err != nil {
-			return err
-		}
-	} else {
-		b = append(b, '\n')
-	}
-	_, err = w.Write(b)
-	return err
-}
 
 func yesNo(b bool) string {
 	if b {
@@ -83,8 +57,9 @@ func short(kind string) string {
 	return strings.ToLower(kind)
 }
 
-// printWhy writes the answer for people.
-func printWhy(w io.Writer, p painter, o WhyOutput) error {
+// printWhy writes the answer for people; wide adds each budget's own
+// sentence for a denial (MESSAGE).
+func printWhy(w io.Writer, p painter, o WhyOutput, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	health := "Ready"
 	if !o.Pod.Ready {
@@ -101,10 +76,16 @@ func printWhy(w io.Writer, p painter, o WhyOutput) error {
 	fmt.Fprintf(tw, "NODE\t%s\n", orNone(o.Pod.Node))
 	fmt.Fprintf(tw, "CONTROLLER\t%s\n", orNone(o.Pod.Controller))
 	fmt.Fprintf(tw, "SAFE-TO-EVICT\t%s\n", orNone(o.Autoscaler.SafeToEvict))
-	if o.Pod.Node != "" {
-		fmt.Fprintf(tw, "NODE TAINTS\t%s\n", orNone(strings.Join(o.Autoscaler.NodeTaints, ", ")))
+	switch a := o.Autoscaler; {
+	case o.Pod.Node == "":
+	case a.NodeUnknown != "" || a.NodeBeingRemoved == nil || a.NodeDeletionCandidate == nil:
+		unknown := p.yellow("unknown: " + orNone(a.NodeUnknown))
+		fmt.Fprintf(tw, "NODE TAINTS\t%s\n", unknown)
+		fmt.Fprintf(tw, "NODE REMOVAL\t%s\n", unknown)
+	default:
+		fmt.Fprintf(tw, "NODE TAINTS\t%s\n", orNone(strings.Join(a.NodeTaints, ", ")))
 		fmt.Fprintf(tw, "NODE REMOVAL\tbeing removed by cluster-autoscaler: %s; deletion candidate: %s\n",
-			yesNo(o.Autoscaler.NodeBeingRemoved), yesNo(o.Autoscaler.NodeDeletionCandidate))
+			yesNo(*a.NodeBeingRemoved), yesNo(*a.NodeDeletionCandidate))
 	}
 	if o.Pod.IgnoresBudgets {
 		fmt.Fprintf(tw, "NOTE\tthe pod is %s: it may go without spending any budget\n", ignoredBecause(o.Pod))
@@ -118,11 +99,19 @@ func printWhy(w io.Writer, p painter, o WhyOutput) error {
 		fmt.Fprintln(w, "No PodDisruptionBudget or PodUnavailableBudget covers the pod.")
 	} else {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "BUDGET\tMATCH\tHEALTHY\tDESIRED\tALLOWED\tEXPECTED\tIN-FLIGHT\tSTALE\tUNHEALTHY-POLICY\tEVICTION\tDELETE")
+		header := "BUDGET\tMATCH\tHEALTHY\tDESIRED\tALLOWED\tEXPECTED\tIN-FLIGHT\tSTALE\tUNHEALTHY-POLICY\tEVICTION\tDELETE"
+		if wide {
+			header += "\tMESSAGE"
+		}
+		fmt.Fprintln(tw, header)
 		for _, b := range o.Budgets {
-			fmt.Fprintf(tw, "%s %s/%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", short(b.Kind), b.Namespace, b.Name, b.Match,
+			fmt.Fprintf(tw, "%s %s/%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s", short(b.Kind), b.Namespace, b.Name, b.Match,
 				b.Healthy, b.Desired, b.Allowed, b.Expected, b.InFlight, yesNo(b.Stale), orDash(b.UnhealthyPodEvictionPolicy),
 				verdictText(p, b.Eviction), verdictText(p, b.Delete))
+			if wide {
+				fmt.Fprintf(tw, "\t%s", budgetMessage(b))
+			}
+			fmt.Fprintln(tw)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -132,15 +121,21 @@ func printWhy(w io.Writer, p painter, o WhyOutput) error {
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, d := range o.Decisions {
-		if d.Allowed {
+		op := strings.ToUpper(d.Operation)
+		switch {
+		case d.Allowed:
 			spends := "spends no budget"
 			if len(d.Spends) > 0 {
 				spends = "spends " + strings.Join(d.Spends, ", ")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.ToUpper(d.Operation), p.green("ALLOWED"), spends)
-			continue
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", op, p.green("ALLOWED"), spends)
+		case d.Result == ResultNotCandidate:
+			fmt.Fprintf(tw, "%s\t%s\t%s: %s\n", op, p.yellow("NOT A CANDIDATE"), d.Reason, d.Message)
+		case d.Result == ResultUnknown:
+			fmt.Fprintf(tw, "%s\t%s\t%s: %s\n", op, p.yellow("UNKNOWN"), d.Reason, d.Message)
+		default:
+			fmt.Fprintf(tw, "%s\t%s\t%s: %s\n", op, p.red("DENIED"), d.Reason, d.Message)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s: %s\n", strings.ToUpper(d.Operation), p.red("DENIED"), d.Reason, d.Message)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -178,6 +173,21 @@ func printWhy(w io.Writer, p painter, o WhyOutput) error {
 		}
 	}
 	return nil
+}
+
+// budgetMessage is the budget's own sentence for its denials: the
+// eviction's, and the delete's when it says something else; "-" when it
+// denies neither.
+func budgetMessage(b BudgetInfo) string {
+	switch e, d := b.Eviction.Message, b.Delete.Message; {
+	case e != "" && d != "" && d != e:
+		return "eviction: " + e + "; delete: " + d
+	case e != "":
+		return e
+	case d != "":
+		return "delete: " + d
+	}
+	return "-"
 }
 
 func ignoredBecause(pod PodInfo) string {

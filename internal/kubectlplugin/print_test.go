@@ -26,7 +26,7 @@ func TestNoColourOffTerminal(t *testing.T) {
 	if colourFor(f).on {
 		t.Error("a regular file is not a terminal")
 	}
-	if err := printWhy(&buf, colourFor(&buf), o); err != nil {
+	if err := printWhy(&buf, colourFor(&buf), o, false); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(buf.String(), "\x1b[") {

@@ -1,11 +1,16 @@
 package kubectlplugin
 
-// The output schema of -o json and -o yaml. Field names are part of the
-// plugin's interface: add fields, never rename or remove one.
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// The output schema of -o json, -o yaml and the templates. Field names are
+// part of the plugin's interface: add fields, never rename or remove one.
 
 // WhyOutput is what "why POD" prints.
 type WhyOutput struct {
-	Pod PodInfo `json:"pod"`
+	// TypeMeta is apiVersion kubectl.budgetguard.io/v1alpha1, kind
+	// PodBudgetExplanation.
+	metav1.TypeMeta `json:",inline"`
+	Pod             PodInfo `json:"pod"`
 	// Budgets are the PDBs and PUBs that cover the pod, PDBs first, each
 	// kind by name.
 	Budgets []BudgetInfo `json:"budgets"`
@@ -77,16 +82,37 @@ type VerdictInfo struct {
 	Message string `json:"message,omitempty"`
 }
 
+// The results of a decision (DecisionInfo.Result).
+const (
+	// ResultAllowed: the operation may take the pod now.
+	ResultAllowed = "allowed"
+	// ResultDenied: a budget denies it.
+	ResultDenied = "denied"
+	// ResultNotCandidate: budgetguard's preemption never takes the pod,
+	// whatever its budgets say: its node is being removed by
+	// cluster-autoscaler.
+	ResultNotCandidate = "not-candidate"
+	// ResultUnknown: the answer depends on something the plugin could not
+	// read (the pod's node); Message says what and why.
+	ResultUnknown = "unknown"
+)
+
 // DecisionInfo is the decision for one operation, over every budget.
 type DecisionInfo struct {
 	// Operation is "eviction" or "preemption-delete".
 	Operation string `json:"operation"`
-	Allowed   bool   `json:"allowed"`
+	// Allowed is true only when Result is "allowed".
+	Allowed bool `json:"allowed"`
+	// Result is "allowed", "denied", "not-candidate" (preemption-delete
+	// only) or "unknown" (preemption-delete only).
+	Result string `json:"result"`
 	// Spends names the budgets an allowed disruption consumes, as
 	// "pdb ns/name".
 	Spends []string `json:"spends,omitempty"`
 	// Reason is the code of the first denial (budget.Reason), Message
-	// every denial's sentence, as the plugins report them.
+	// every denial's sentence, as the plugins report them; for
+	// "not-candidate" the reason is NodeBeingRemoved, for "unknown"
+	// NodeUnknown.
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 }
@@ -98,10 +124,18 @@ type AutoscalerInfo struct {
 	SafeToEvict string `json:"safeToEvict,omitempty"`
 	// NodeTaints are the node's taints as key=value:effect.
 	NodeTaints []string `json:"nodeTaints,omitempty"`
-	// NodeBeingRemoved: the node has ToBeDeletedByClusterAutoscaler.
-	NodeBeingRemoved bool `json:"nodeBeingRemoved"`
-	// NodeDeletionCandidate: the node has DeletionCandidateOfClusterAutoscaler.
-	NodeDeletionCandidate bool `json:"nodeDeletionCandidate"`
+	// NodeBeingRemoved: the node has ToBeDeletedByClusterAutoscaler; null
+	// when the node could not be read (see NodeUnknown).
+	NodeBeingRemoved *bool `json:"nodeBeingRemoved"`
+	// NodeDeletionCandidate: the node has
+	// DeletionCandidateOfClusterAutoscaler; null when the node could not
+	// be read.
+	NodeDeletionCandidate *bool `json:"nodeDeletionCandidate"`
+	// NodeUnknown says why the pod's node could not be read, e.g. "no
+	// permission to get nodes"; empty when it was read or the pod is not
+	// bound. When set, nodeTaints, nodeBeingRemoved and
+	// nodeDeletionCandidate are unknown.
+	NodeUnknown string `json:"nodeUnknown,omitempty"`
 }
 
 // PendingInfo is why an unbound pod waits.
@@ -143,6 +177,9 @@ type ScaleUpInfo struct {
 
 // LintOutput is what "lint" prints.
 type LintOutput struct {
+	// TypeMeta is apiVersion kubectl.budgetguard.io/v1alpha1, kind
+	// BudgetLintReport.
+	metav1.TypeMeta `json:",inline"`
 	// Namespace is the namespace linted, empty for all namespaces.
 	Namespace string        `json:"namespace,omitempty"`
 	Findings  []FindingInfo `json:"findings"`

@@ -1,12 +1,15 @@
 package kubectlplugin
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
@@ -20,10 +23,23 @@ var RefusalEventReasons = []string{budget.EventPreemptionBlockedByBudget, budget
 // budget.Denial starts with BudgetRef.String(), "pdb ns/name".
 var budgetName = regexp.MustCompile(`\b(pdb|pub) ([a-z0-9]([-a-z0-9.]*[a-z0-9])?)/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)`)
 
+// Reasons of a preemption-delete decision that no budget gives.
+const (
+	// ReasonNodeBeingRemoved: the pod's node is being removed by
+	// cluster-autoscaler, so budgetguard's preemption takes no victims
+	// there (plugins/budgetpreemption: SelectVictimsOnNode).
+	ReasonNodeBeingRemoved = "NodeBeingRemoved"
+	// ReasonNodeUnknown: the pod's node could not be read.
+	ReasonNodeUnknown = "NodeUnknown"
+)
+
 // buildWhy assembles the answer for pod from the Cache's explanation, the
-// pod's node (nil when unbound or not found) and the events about the pod.
-func buildWhy(pod *v1.Pod, node *v1.Node, events []v1.Event, x budget.Explanation) WhyOutput {
+// pod's node (nil when unbound or unread), why it could not be read
+// (nodeUnknown, empty when it was read or the pod is unbound) and the
+// events about the pod.
+func buildWhy(pod *v1.Pod, node *v1.Node, nodeUnknown string, events []v1.Event, x budget.Explanation) WhyOutput {
 	out := WhyOutput{
+		TypeMeta: whyTypeMeta,
 		Pod: PodInfo{
 			Namespace:      pod.Namespace,
 			Name:           pod.Name,
@@ -52,10 +68,13 @@ func buildWhy(pod *v1.Pod, node *v1.Node, events []v1.Event, x budget.Explanatio
 			Eviction: verdictInfo(b.Evict), Delete: verdictInfo(b.Delete),
 		})
 	}
-	out.Decisions = []DecisionInfo{decisionInfo("eviction", x.Evict), decisionInfo("preemption-delete", x.Delete)}
+	out.Decisions = []DecisionInfo{decisionInfo("eviction", x.Evict), preemptionInfo(pod, node, nodeUnknown, x.Delete)}
 
 	out.Autoscaler.SafeToEvict = pod.Annotations[budget.AnnotationSafeToEvict]
-	if node != nil {
+	switch {
+	case nodeUnknown != "" && pod.Spec.NodeName != "":
+		out.Autoscaler.NodeUnknown = nodeUnknown
+	case node != nil:
 		for _, t := range node.Spec.Taints {
 			s := t.Key
 			if t.Value != "" {
@@ -63,8 +82,11 @@ func buildWhy(pod *v1.Pod, node *v1.Node, events []v1.Event, x budget.Explanatio
 			}
 			out.Autoscaler.NodeTaints = append(out.Autoscaler.NodeTaints, s+":"+string(t.Effect))
 		}
-		out.Autoscaler.NodeBeingRemoved = budget.NodeBeingRemoved(node)
-		out.Autoscaler.NodeDeletionCandidate = budget.NodeDeletionCandidate(node)
+		out.Autoscaler.NodeBeingRemoved = ptr.To(budget.NodeBeingRemoved(node))
+		out.Autoscaler.NodeDeletionCandidate = ptr.To(budget.NodeDeletionCandidate(node))
+	default:
+		// Not bound: on no node, so on none being removed.
+		out.Autoscaler.NodeBeingRemoved, out.Autoscaler.NodeDeletionCandidate = ptr.To(false), ptr.To(false)
 	}
 	if pod.Spec.NodeName == "" {
 		out.Pending = pendingInfo(pod, events)
@@ -83,9 +105,39 @@ func verdictInfo(v budget.BudgetVerdict) VerdictInfo {
 }
 
 func decisionInfo(op string, d budget.Decision) DecisionInfo {
-	out := DecisionInfo{Operation: op, Allowed: d.Allowed, Reason: string(d.Reason()), Message: d.Message()}
+	out := DecisionInfo{Operation: op, Allowed: d.Allowed, Result: ResultDenied, Reason: string(d.Reason()), Message: d.Message()}
+	if d.Allowed {
+		out.Result = ResultAllowed
+	}
 	for _, s := range d.Spends {
 		out.Spends = append(out.Spends, s.String())
+	}
+	return out
+}
+
+// preemptionInfo is the preemption-delete decision: the budgets' answer,
+// unless the pod's node is being removed by cluster-autoscaler (then the
+// pod is not a candidate, whatever its budgets: budgetguard's preemption
+// checks the node first), or could not be read while the budgets allow the
+// delete (then it is unknown; a denial stands whatever the node).
+func preemptionInfo(pod *v1.Pod, node *v1.Node, nodeUnknown string, d budget.Decision) DecisionInfo {
+	out := decisionInfo("preemption-delete", d)
+	switch {
+	case pod.Spec.NodeName == "":
+	case nodeUnknown == "" && budget.NodeBeingRemoved(node):
+		out.Allowed, out.Result, out.Spends = false, ResultNotCandidate, nil
+		out.Reason = ReasonNodeBeingRemoved
+		out.Message = fmt.Sprintf("node %s is being removed by cluster-autoscaler (taint %s): budgetguard's preemption takes no victims there",
+			pod.Spec.NodeName, budget.TaintToBeDeleted)
+	case nodeUnknown != "" && d.Allowed:
+		budgets := "the budgets allow it, spending none"
+		if len(out.Spends) > 0 {
+			budgets = "the budgets allow it, spending " + strings.Join(out.Spends, ", ")
+		}
+		out.Allowed, out.Result, out.Spends = false, ResultUnknown, nil
+		out.Reason = ReasonNodeUnknown
+		out.Message = fmt.Sprintf("%s, but budgetguard's preemption takes no victims on a node cluster-autoscaler is removing, and node %s could not be read: %s",
+			budgets, pod.Spec.NodeName, nodeUnknown)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -49,8 +50,62 @@ func TestPendingInfo(t *testing.T) {
 func TestBuildWhyNode(t *testing.T) {
 	pod := testobj.RunningPod("shop", "web-0").Node("n1").Annotation(budget.AnnotationSafeToEvict, "false").Obj()
 	node := testobj.MakeNode().Name("n1").Taint(budget.TaintToBeDeleted, v1.TaintEffectNoSchedule).Obj()
-	got := buildWhy(pod, node, nil, budget.Explanation{Ready: true}).Autoscaler
-	want := AutoscalerInfo{SafeToEvict: "false", NodeTaints: []string{"ToBeDeletedByClusterAutoscaler:NoSchedule"}, NodeBeingRemoved: true}
+	got := buildWhy(pod, node, "", nil, budget.Explanation{Ready: true}).Autoscaler
+	want := AutoscalerInfo{SafeToEvict: "false", NodeTaints: []string{"ToBeDeletedByClusterAutoscaler:NoSchedule"}, NodeBeingRemoved: ptr.To(true), NodeDeletionCandidate: ptr.To(false)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("autoscaler (-want,+got):\n%s", diff)
+	}
+}
+
+// TestPreemptionInfo: budgetguard's preemption takes no victims on a node
+// cluster-autoscaler is removing, whatever the budgets say; when the node
+// could not be read, an allowed delete is unknown and a denial stands.
+func TestPreemptionInfo(t *testing.T) {
+	bound := testobj.RunningPod("shop", "web-0").Node("n1").Obj()
+	unbound := testobj.MakePod().Namespace("shop").Name("pre").Obj()
+	removed := testobj.MakeNode().Name("n1").Taint(budget.TaintToBeDeleted, v1.TaintEffectNoSchedule).Obj()
+	candidate := testobj.MakeNode().Name("n1").Taint(budget.TaintDeletionCandidate, v1.TaintEffectPreferNoSchedule).Obj()
+	allowed := budget.Decision{Allowed: true}
+	denied := budget.Decision{Denials: []budget.Denial{{Reason: budget.ReasonInsufficientBudget, Message: "pdb shop/web: 2 healthy, 2 desired, 0 disruptions allowed"}}}
+	cases := []struct {
+		name        string
+		pod         *v1.Pod
+		node        *v1.Node
+		nodeUnknown string
+		d           budget.Decision
+		want        DecisionInfo
+	}{
+		{"allowed on a node staying", bound, candidate, "", allowed,
+			DecisionInfo{Operation: "preemption-delete", Allowed: true, Result: ResultAllowed}},
+		{"allowed on a node being removed", bound, removed, "", allowed,
+			DecisionInfo{Operation: "preemption-delete", Result: ResultNotCandidate, Reason: ReasonNodeBeingRemoved,
+				Message: "node n1 is being removed by cluster-autoscaler (taint ToBeDeletedByClusterAutoscaler): budgetguard's preemption takes no victims there"}},
+		{"denied on a node being removed", bound, removed, "", denied,
+			DecisionInfo{Operation: "preemption-delete", Result: ResultNotCandidate, Reason: ReasonNodeBeingRemoved,
+				Message: "node n1 is being removed by cluster-autoscaler (taint ToBeDeletedByClusterAutoscaler): budgetguard's preemption takes no victims there"}},
+		{"allowed on a node not read", bound, nil, "no permission to get nodes", allowed,
+			DecisionInfo{Operation: "preemption-delete", Result: ResultUnknown, Reason: ReasonNodeUnknown,
+				Message: "the budgets allow it, spending none, but budgetguard's preemption takes no victims on a node cluster-autoscaler is removing, and node n1 could not be read: no permission to get nodes"}},
+		{"denied on a node not read", bound, nil, "no permission to get nodes", denied,
+			DecisionInfo{Operation: "preemption-delete", Result: ResultDenied, Reason: string(budget.ReasonInsufficientBudget), Message: denied.Message()}},
+		{"unbound", unbound, nil, "", allowed,
+			DecisionInfo{Operation: "preemption-delete", Allowed: true, Result: ResultAllowed}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, preemptionInfo(tc.pod, tc.node, tc.nodeUnknown, tc.d)); diff != "" {
+				t.Errorf("decision (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBuildWhyNodeUnknown: a node that could not be read leaves its taints
+// and cluster-autoscaler's view of them unknown (null), with the reason.
+func TestBuildWhyNodeUnknown(t *testing.T) {
+	pod := testobj.RunningPod("shop", "web-0").Node("n1").Obj()
+	got := buildWhy(pod, nil, "no permission to get nodes", nil, budget.Explanation{Ready: true}).Autoscaler
+	want := AutoscalerInfo{NodeUnknown: "no permission to get nodes"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("autoscaler (-want,+got):\n%s", diff)
 	}

@@ -26,11 +26,18 @@ type result struct {
 }
 
 // kubectl runs kubectl-budgetguard in this process with args, against the
-// shared control plane through a kubeconfig file, as kubectl would run it.
+// shared control plane through a kubeconfig file, as kubectl would run it,
+// as the cluster's administrator.
 func kubectl(t *testing.T, args ...string) result {
 	t.Helper()
+	return kubectlWith(t, testenv.WriteKubeconfig(t, cp.Config), args...)
+}
+
+// kubectlWith runs kubectl-budgetguard with args and --kubeconfig kubeconfig.
+func kubectlWith(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	args = append(args, "--kubeconfig", testenv.WriteKubeconfig(t, cp.Config))
+	args = append(args, "--kubeconfig", kubeconfig)
 	code := kubectlplugin.Execute(testenv.Context(t), args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	return result{out: out.String(), errOut: errOut.String(), code: code}
 }

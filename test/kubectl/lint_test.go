@@ -24,6 +24,8 @@ func TestMaxUnavailableOverBarePods(t *testing.T) {
 	stable := stabilizer(ns)
 
 	expect(t, kubectl(t, "why", "db-0", "-n", ns), 0, "why-barepods.txt", stable)
+	// kubectl's TYPE/NAME: the same answer.
+	expect(t, kubectl(t, "why", "pod/db-0", "-n", ns), 0, "why-barepods.txt", stable)
 	expect(t, kubectl(t, "lint", "-n", ns), kubectlplugin.ExitFindings, "lint-barepods.txt", stable)
 }
 
@@ -55,6 +57,7 @@ func TestSelectorsAndPUBs(t *testing.T) {
 
 	expect(t, kubectl(t, "why", pods[0].Name, "-n", ns), 0, "why-pubs.txt", stable)
 	expect(t, kubectl(t, "lint", "-n", ns, "-o", "yaml"), 0, "lint-selectors.yaml", stable)
+	expect(t, kubectl(t, "lint", "-n", ns, "-o", "name"), 0, "lint-selectors-names.txt", stable)
 
 	// -A lints every namespace: this one and the overlapping pair of
 	// another, whose error makes lint exit 1.

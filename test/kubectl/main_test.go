@@ -25,7 +25,7 @@ var (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestMain starts one control plane, with the simulated PUB status
-// controller, for the whole package. Tests isolate themselves in their own
+// controller, authorizing by RBAC, for the whole package. Tests isolate themselves in their own
 // namespaces and nodes.
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -37,6 +37,9 @@ func run(m *testing.M) int {
 	defer cancel()
 	opts := sandbox.DefaultOptions()
 	opts.SimulatePUBStatus = true
+	// The test server authorizes everything unless told otherwise; the
+	// plugin is tested as a user with the rights a real one has.
+	opts.APIServerFlags = []string{"--authorization-mode=RBAC"}
 	var err error
 	if cp, err = sandbox.Start(ctx, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: start the sandbox control plane: %v\n", err)

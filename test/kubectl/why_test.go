@@ -3,7 +3,7 @@ package kubectl
 import (
 	"context"
 	"fmt"
-
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +37,14 @@ func TestExhaustedPDB(t *testing.T) {
 
 	expect(t, kubectl(t, "why", "web-0", "-n", ns), 0, "why-exhausted.txt", stable)
 	expect(t, kubectl(t, "why", "web-0", "-n", ns, "-o", "json"), 0, "why-exhausted.json", stable)
+	expect(t, kubectl(t, "why", "web-0", "-n", ns, "-o", "wide"), 0, "why-exhausted-wide.txt", stable)
+	// cli-runtime's printers: the budgets by name, a JSONPath.
+	if r := kubectl(t, "why", "web-0", "-n", ns, "-o", "name"); r.code != 0 || r.out != "poddisruptionbudget.policy/web\n" {
+		t.Errorf("-o name: exit code %d, stdout %q, stderr %q; want poddisruptionbudget.policy/web", r.code, r.out, r.errOut)
+	}
+	if r := kubectl(t, "why", "web-0", "-n", ns, "-o", "jsonpath={.decisions[*].result}"); r.code != 0 || r.out != "denied denied" {
+		t.Errorf("-o jsonpath: exit code %d, stdout %q, stderr %q; want %q", r.code, r.out, r.errOut, "denied denied")
+	}
 	expect(t, kubectl(t, "lint", "-n", ns), kubectlplugin.ExitFindings, "lint-exhausted.txt", stable)
 
 	// The preemptor: unbound, Unschedulable, with the event the preemption
@@ -129,4 +137,21 @@ func crashLooping(ns, name string) testenv.Condition {
 		}
 		return false, fmt.Errorf("pod %s/%s: container statuses %v", ns, name, pod.Status.ContainerStatuses)
 	}
+}
+
+// TestNodeBeingRemoved: a pod on a node cluster-autoscaler is removing
+// (taint ToBeDeletedByClusterAutoscaler) is never a preemption candidate:
+// budgetguard's preemption takes no victims there, whatever the budgets say.
+func TestNodeBeingRemoved(t *testing.T) {
+	ns := env.NewNamespace(t)
+	env.DumpOnFailure(t, ns)
+	node := env.CreateNode(t, ns, testobj.MakeNode().Taint(budget.TaintToBeDeleted, corev1.TaintEffectNoSchedule))
+	barePods(t, ns, node.Name, "web", 1, nil)
+
+	r := kubectl(t, "why", "web-0", "-n", ns)
+	if l := lineOf(r.out, "PREEMPTION-DELETE"); strings.Contains(l, "ALLOWED") || !strings.Contains(l, "NOT A CANDIDATE") ||
+		!strings.Contains(l, "being removed by cluster-autoscaler") {
+		t.Errorf("PREEMPTION-DELETE line %q: want NOT A CANDIDATE, the node being removed by cluster-autoscaler:\n%s", l, r.out)
+	}
+	expect(t, r, 0, "why-node-removed.txt", stabilizer(ns))
 }
