@@ -44,8 +44,12 @@ for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 
 	bin="$work/kubectl/${os}_$arch/kubectl-budgetguard$exe"
 	CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" "$GO" build -trimpath -buildvcs=false -ldflags "$ldflags" \
 		-o "$bin" ./cmd/kubectl-budgetguard
+	# kubectl_complete-budgetguard, kubectl's completion hook, is a shell
+	# script: every archive but windows' holds it.
+	completion=("kubectl_complete-budgetguard=cmd/kubectl-budgetguard/kubectl_complete-budgetguard")
+	if [[ "$os" == windows ]]; then completion=(); fi
 	"$work/release" archive --epoch "$epoch" --out "$out/kubectl-budgetguard_${os}_$arch.$ext" \
-		"kubectl-budgetguard$exe=$bin" "LICENSE=LICENSE"
+		"kubectl-budgetguard$exe=$bin" "LICENSE=LICENSE" "${completion[@]}"
 done
 "$work/release" krew --version "$version" --out "$out/budgetguard.yaml" manifests/krew/budgetguard.yaml \
 	"$out"/kubectl-budgetguard_*

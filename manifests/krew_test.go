@@ -54,7 +54,8 @@ var (
 // semantic version with a leading v, a short description, and per platform
 // a selector, an https URI, a sha256 and the bin kubectl runs, here
 // kubectl-budgetguard, which the archive must hold; and, budgetguard's own
-// rule, the completion executable kubectl_complete-budgetguard beside it.
+// rule, the completion executable kubectl_complete-budgetguard beside it
+// (a shell script: on every platform but windows).
 func decodeKrewPlugin(data []byte) error {
 	var p krewPlugin
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
@@ -88,7 +89,9 @@ func decodeKrewPlugin(data []byte) error {
 			shipsCompletion = shipsCompletion || (f.From == completionBin && f.To == ".")
 		}
 		check(shipsBin, "platforms[%d].files do not include the bin %q", i, pl.Bin)
-		check(shipsCompletion, "platforms[%d].files do not put %s beside the bin", i, completionBin)
+		// The completion executable is a shell script: not for windows.
+		windows := pl.Selector != nil && pl.Selector.MatchLabels["os"] == "windows"
+		check(shipsCompletion != windows, "platforms[%d].files: %s beside the bin is %v, want it on every platform but windows", i, completionBin, shipsCompletion)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("krew plugin: %s", strings.Join(errs, "; "))
