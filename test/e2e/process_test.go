@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,27 +30,54 @@ import (
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
-// buildBinaries builds the packages (by default ./cmd/scheduler and
-// ./cmd/descheduler) into dir as make build does: with hack/ldflags.sh's
-// flags (the version, and the Kubernetes version the sandbox reports), and
-// without -trimpath.
-func buildBinaries(t *testing.T, dir string, pkgs ...string) {
+// built holds the binaries every test of the package runs, built once.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// binaries are the commands the tests run, as make build builds them.
+var binaries = []string{"./cmd/scheduler", "./cmd/descheduler", "./cmd/sandbox", "./cmd/kubectl-budgetguard"}
+
+// buildBinaries puts scheduler, descheduler, sandbox and kubectl-budgetguard
+// into dir, built as make build builds them: with hack/ldflags.sh's flags (the
+// version, and the Kubernetes version the sandbox reports), without
+// -trimpath. They are built once per run of the package (TestMain removes
+// them) and linked into each test's dir.
+func buildBinaries(t *testing.T, dir string) {
 	t.Helper()
-	if len(pkgs) == 0 {
-		pkgs = []string{"./cmd/scheduler", "./cmd/descheduler"}
+	built.once.Do(func() {
+		began := time.Now()
+		if built.dir, built.err = os.MkdirTemp("", "budgetguard-e2e-bin-"); built.err != nil {
+			return
+		}
+		ldflags, err := exec.Command(filepath.Join(repoRoot, "hack", "ldflags.sh")).Output()
+		if err != nil {
+			built.err = fmt.Errorf("hack/ldflags.sh: %w", err)
+			return
+		}
+		args := append([]string{"build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", built.dir + string(filepath.Separator)}, binaries...)
+		cmd := exec.Command("go", args...)
+		cmd.Dir = repoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		t.Logf("built %s in %s", strings.Join(binaries, " "), time.Since(began).Round(time.Second))
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	began := time.Now()
-	ldflags, err := exec.Command(filepath.Join(repoRoot, "hack", "ldflags.sh")).Output()
-	if err != nil {
-		t.Fatalf("hack/ldflags.sh: %v", err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	args := append([]string{"build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", dir + string(filepath.Separator)}, pkgs...)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = repoRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	for _, pkg := range binaries {
+		name := filepath.Base(pkg)
+		if err := os.Symlink(filepath.Join(built.dir, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Logf("built %s in %s", strings.Join(pkgs, " "), time.Since(began).Round(time.Second))
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the
