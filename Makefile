@@ -1,4 +1,5 @@
-# budgetguard. Tools are pinned in hack/tools/go.mod and run with `go tool`.
+# budgetguard. Tools are pinned in hack/tools/go.mod (helm in go.mod, to build on
+# the same Kubernetes libraries) and run with `go tool`.
 # Never add -trimpath: the in-process kube-apiserver finds its test fixtures
 # through runtime.Caller.
 

@@ -18,6 +18,6 @@ if [[ -n "${2:-}" ]]; then dir=(--dir "$(realpath -m "$2")"); fi
 
 mkdir -p "$out"
 rm -f "$out"/budgetguard-*.tgz
-(cd hack/tools && "$GO" run ./release chart --epoch "$epoch" --version "$version" \
+("$GO" run ./hack/release chart --epoch "$epoch" --version "$version" \
 	--out "$out/budgetguard-${version#v}.tgz" "${dir[@]}" "$chart")
 echo "$out/budgetguard-${version#v}.tgz"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The pinned helm (hack/tools/go.mod), built into _output/tools with the
+# The pinned helm (a tool of go.mod: it builds on the Kubernetes libraries
+# budgetguard itself builds, so it costs seconds, not a second copy of them),
+# built into _output/tools with the
 # Kubernetes version budgetguard embeds as its default (helm template and
 # helm lint check the chart's kubeVersion against it; a helm built by
 # `go tool` assumes Kubernetes 1.20 and refuses the chart without
@@ -18,8 +20,8 @@ fi
 pkg=helm.sh/helm/v3/pkg/chartutil
 bin="$root/_output/tools/helm"
 # go build is quick when nothing changed (the build cache); it keeps the
-# binary in step with hack/tools/go.mod.
-(cd "$root/hack/tools" && "$GO" build -o "$bin" \
+# binary in step with go.mod.
+(cd "$root" && "$GO" build -o "$bin" \
 	-ldflags "-X $pkg.k8sVersionMajor=${BASH_REMATCH[1]} -X $pkg.k8sVersionMinor=${BASH_REMATCH[2]}" \
 	helm.sh/helm/v3/cmd/helm)
 exec "$bin" "$@"

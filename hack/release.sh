@@ -30,7 +30,7 @@ trap 'rm -rf "$work"' EXIT
 echo "budgetguard $version into $out"
 rm -rf "$out"
 mkdir -p "$out"
-(cd hack/tools && "$GO" build -o "$work/release" ./release)
+"$GO" build -o "$work/release" ./hack/release
 
 VERSION="$version" hack/build-images.sh "$work/images"
 mkdir -p "$out/images"

@@ -12,4 +12,4 @@ out="$(realpath -m "${1:-manifests}")"
 chart="$(realpath "${2:-charts/budgetguard}")"
 
 mkdir -p "$out"
-(cd hack/tools && "$GO" run ./rendermanifests "$chart" "$out")
+"$GO" run ./hack/rendermanifests "$chart" "$out"

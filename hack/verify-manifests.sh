@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Lints charts/budgetguard, renders it in both descheduler modes with the
 # helm the docs recommend (hack/helm.sh, without --kube-version), runs the
-# chart's rendering tests (hack/tools/rendermanifests) and make release's
-# (hack/tools/release), and fails when manifests/ differs from what
+# chart's rendering tests (hack/rendermanifests) and make release's
+# (hack/release), and fails when manifests/ differs from what
 # hack/update-manifests.sh renders now.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ for kind in Deployment CronJob; do
 	done
 done
 
-(cd hack/tools && "$GO" test -count=1 ./rendermanifests/ ./release/)
+"$GO" test -count=1 ./hack/rendermanifests/ ./hack/release/
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

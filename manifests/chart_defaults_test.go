@@ -33,8 +33,8 @@ import (
 // -n kube-system`, and returns the data of its ConfigMaps by name and key.
 func helmTemplate(t *testing.T) map[string]map[string]string {
 	t.Helper()
-	cmd := exec.Command("go", "tool", "-modfile=hack/tools/go.mod", "helm", "template", "budgetguard", "charts/budgetguard",
-		"--namespace", "kube-system", "--kube-version", "v1.36.3")
+	cmd := exec.Command(filepath.Join("hack", "helm.sh"), "template", "budgetguard", "charts/budgetguard",
+		"--namespace", "kube-system")
 	cmd.Dir = ".."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -72,7 +72,9 @@ type chartProcess struct {
 	cmd       *exec.Cmd
 	log       string
 	port      int
-	exited    chan error
+	// exited is closed once the process has exited, with err its Wait's.
+	exited chan struct{}
+	err    error
 }
 
 func runChart(ctx context.Context, f runChartFlags, stdout, stderr io.Writer) error {
@@ -123,8 +125,8 @@ func runChart(ctx context.Context, f runChartFlags, stdout, stderr io.Writer) er
 	cases := make(chan error, len(procs))
 	for _, p := range procs {
 		go func() {
-			err := <-p.exited
-			cases <- fmt.Errorf("%s exited (%v); its log: %s", p.component, err, p.log)
+			<-p.exited
+			cases <- fmt.Errorf("%s exited (%v); its log: %s", p.component, p.err, p.log)
 		}()
 	}
 	select {
@@ -202,7 +204,7 @@ func startChartProcess(ctx context.Context, client kubernetes.Interface, f runCh
 			}
 		}
 	}
-	p := &chartProcess{component: component, port: port, log: filepath.Join(workDir, component+".log"), exited: make(chan error, 1)}
+	p := &chartProcess{component: component, port: port, log: filepath.Join(workDir, component+".log"), exited: make(chan struct{})}
 	logFile, err := os.Create(p.log)
 	if err != nil {
 		return nil, err
@@ -214,9 +216,8 @@ func startChartProcess(ctx context.Context, client kubernetes.Interface, f runCh
 		return nil, err
 	}
 	go func() {
-		err := p.cmd.Wait()
+		p.err = p.cmd.Wait()
 		_ = logFile.Close()
-		p.exited <- err
 		close(p.exited)
 	}()
 	return p, nil

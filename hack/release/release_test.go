@@ -86,7 +86,7 @@ func TestArchivesAreReproducible(t *testing.T) {
 // the rest of Chart.yaml (comments too) is kept.
 func TestChartPackage(t *testing.T) {
 	dir := t.TempDir()
-	chartDir := "../../../charts/budgetguard"
+	chartDir := "../../charts/budgetguard"
 	a, b := filepath.Join(dir, "a.tgz"), filepath.Join(dir, "b.tgz")
 	for _, out := range []string{a, b} {
 		if err := chartCmd([]string{"--epoch", "1700000000", "--version", "v1.2.3-dev.gabc1234", "--out", out, "--dir", filepath.Join(dir, "unpacked"), chartDir}); err != nil {
@@ -126,7 +126,7 @@ func TestChartPackage(t *testing.T) {
 // TestKrewManifest: each platform gets its archive's sha256 and URI; a
 // platform without its archive, and an archive no platform takes, are errors.
 func TestKrewManifest(t *testing.T) {
-	tmpl, err := os.ReadFile("../../../manifests/krew/budgetguard.yaml")
+	tmpl, err := os.ReadFile("../../manifests/krew/budgetguard.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func archiveCmd(args []string) error {
 		return err
 	}
 	if *epoch < 0 || *out == "" || fs.NArg() == 0 {
-		return errors.New("usage: release archive --epoch S --out FILE NAME=PATH...")
+		return errors.New("usage: release archive --epoch S --out FILE NAME=PATH [NAME=PATH]")
 	}
 	var entries []entry
 	for _, arg := range fs.Args() {
@@ -185,7 +185,7 @@ func checksumsCmd(args []string) error {
 		return err
 	}
 	if *out == "" || fs.NArg() == 0 {
-		return errors.New("usage: release checksums --out FILE FILE...")
+		return errors.New("usage: release checksums --out FILE FILE [FILE]")
 	}
 	files := append([]string(nil), fs.Args()...)
 	sort.Strings(files)

@@ -24,7 +24,7 @@ import (
 func loadChart(t *testing.T) *chart.Chart {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	ch, err := loader.Load(filepath.Join(filepath.Dir(file), "..", "..", "..", "charts", "budgetguard"))
+	ch, err := loader.Load(filepath.Join(filepath.Dir(file), "..", "..", "charts", "budgetguard"))
 	if err != nil {
 		t.Fatal(err)
 	}

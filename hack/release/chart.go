@@ -127,14 +127,14 @@ func versionedChart(dir, version string) (string, []entry, error) {
 		}
 		m := nameLine.FindSubmatch(e.data)
 		if m == nil {
-			return "", nil, errors.New("Chart.yaml has no name line")
+			return "", nil, errors.New("the chart's Chart.yaml has no name line")
 		}
 		name = string(m[1])
 		if n := len(versionLine.FindAll(e.data, -1)); n != 1 {
-			return "", nil, fmt.Errorf("Chart.yaml has %d version lines, want 1", n)
+			return "", nil, fmt.Errorf("the chart's Chart.yaml has %d version lines, want 1", n)
 		}
 		if n := len(appVersionLine.FindAll(e.data, -1)); n != 1 {
-			return "", nil, fmt.Errorf("Chart.yaml has %d appVersion lines, want 1", n)
+			return "", nil, fmt.Errorf("the chart's Chart.yaml has %d appVersion lines, want 1", n)
 		}
 		data := versionLine.ReplaceAll(e.data, []byte("version: "+strings.TrimPrefix(version, "v")))
 		entries[i].data = appVersionLine.ReplaceAll(data, []byte(`appVersion: "`+version+`"`))

@@ -21,7 +21,7 @@ func krewCmd(args []string) error {
 		return err
 	}
 	if *version == "" || *out == "" || fs.NArg() < 2 {
-		return errors.New("usage: release krew --version V [--url-prefix URL] --out FILE TEMPLATE ARCHIVE...")
+		return errors.New("usage: release krew --version V [--url-prefix URL] --out FILE TEMPLATE ARCHIVE [ARCHIVE]")
 	}
 	data, err := os.ReadFile(fs.Arg(0))
 	if err != nil {
