@@ -161,11 +161,8 @@ func TestPUBViolationByTargetRefAndSelector(t *testing.T) {
 
 func TestNoViolationWhenVictimWasUnready(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", 2).Obj())
-	a := webPod("a")
-	for _, p := range []*testobj.PodWrapper{a, webPod("b"), webPod("c")} {
-		h.createPod(p.Obj())
-	}
+	pods := h.webPods(2, "a", "b", "c")
+	a := pods["a"]
 	h.updatePod(a.Ready(false).Obj())
 	tEvict := h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201})
 	h.updatePod(terminating(a))
@@ -173,16 +170,8 @@ func TestNoViolationWhenVictimWasUnready(t *testing.T) {
 
 	want := []Disruption{{Time: tEvict, Component: ComponentDescheduler, UserAgent: uaDescheduler, Action: ActionEvict,
 		Namespace: testNS, Pod: "a", Budgets: []BudgetRef{ref(KindPDB, "web")}, WasHealthy: false}}
-	if diff := cmp.Diff(want, res.Disruptions); diff != "" {
-		t.Errorf("disruptions (-want,+got):\n%s", diff)
-	}
-	if len(res.Violations) != 0 {
-		t.Errorf("want no violation, got %+v", res.Violations)
-	}
 	wantBudgets := []BudgetSummary{{Budget: ref(KindPDB, "web"), Desired: 2, Met: true, LowestHealthy: 2, Disruptions: 1}}
-	if diff := cmp.Diff(wantBudgets, res.Budgets); diff != "" {
-		t.Errorf("budgets (-want,+got):\n%s", diff)
-	}
+	checkNoViolation(t, res, want, wantBudgets)
 }
 
 // The informers see a change a little after the API server makes it. A pod
@@ -190,11 +179,8 @@ func TestNoViolationWhenVictimWasUnready(t *testing.T) {
 // after the eviction's log time; it was not healthy when it was evicted.
 func TestWasHealthyUsesChangesSeenAfterTheRequest(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", 2).Obj())
-	a, b := webPod("a"), webPod("b")
-	for _, p := range []*testobj.PodWrapper{a, b, webPod("c")} {
-		h.createPod(p.Obj())
-	}
+	pods := h.webPods(2, "a", "b", "c")
+	a, b := pods["a"], pods["b"]
 	h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "a", code: 201})
 	h.updatePod(a.Ready(false).Obj())
 	h.updatePod(terminating(a))
@@ -474,6 +460,21 @@ func TestBudgetCreatedBeforeItsPodsIsMetOnlyOnceItAsksForPods(t *testing.T) {
 	res := h.finish()
 	want := []BudgetSummary{{Budget: ref(KindPDB, "web"), Desired: 2, Met: true, LowestHealthy: 2}}
 	if diff := cmp.Diff(want, res.Budgets); diff != "" {
+		t.Errorf("budgets (-want,+got):\n%s", diff)
+	}
+}
+
+// checkNoViolation checks a result's disruptions and budget summaries, and
+// that it holds no violation.
+func checkNoViolation(t *testing.T, res Result, disruptions []Disruption, budgets []BudgetSummary) {
+	t.Helper()
+	if diff := cmp.Diff(disruptions, res.Disruptions); diff != "" {
+		t.Errorf("disruptions (-want,+got):\n%s", diff)
+	}
+	if len(res.Violations) != 0 {
+		t.Errorf("want no violation, got %+v", res.Violations)
+	}
+	if diff := cmp.Diff(budgets, res.Budgets); diff != "" {
 		t.Errorf("budgets (-want,+got):\n%s", diff)
 	}
 }

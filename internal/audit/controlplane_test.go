@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/budgetguard/budgetguard/internal/sandboxtest"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/sandbox"
@@ -40,16 +41,8 @@ func TestAuditorOnTheSandboxControlPlane(t *testing.T) {
 	}
 	opts := sandbox.DefaultOptions()
 	opts.APIServerFlags = flags
-	cp, err := sandbox.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start the sandbox control plane: %v", err)
-	}
-	// A cleanup, so that it runs after testenv's, which use the control plane.
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop the control plane: %v", err)
-		}
-	})
+	// Its cleanup runs after testenv's, which use the control plane.
+	cp := sandboxtest.Start(ctx, t, opts)
 
 	auditOpts := testOptions()
 	auditOpts.Config, auditOpts.LogPath = cp.Config, logPath

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
 	"time"
 
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
@@ -342,4 +343,17 @@ func webWorkload(desired int32) (*appsv1.Deployment, *appsv1.ReplicaSet, *kruise
 
 func ref(kind, name string) BudgetRef {
 	return BudgetRef{Kind: kind, Namespace: testNS, Name: name}
+}
+
+// webPods creates the PDB web with desired healthy pods and a Running,
+// Ready pod app=web for each name, and returns those pods by name.
+func (h *harness) webPods(desired int32, names ...string) map[string]*testobj.PodWrapper {
+	h.t.Helper()
+	h.createPDB(pdb("web", desired).Obj())
+	pods := make(map[string]*testobj.PodWrapper, len(names))
+	for _, name := range names {
+		pods[name] = webPod(name)
+		h.createPod(pods[name].Obj())
+	}
+	return pods
 }

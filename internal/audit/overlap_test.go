@@ -49,16 +49,8 @@ func TestOverlappingEvictionsAreJudgedInTheOrderTheyTookEffect(t *testing.T) {
 		{Time: tA, Component: ComponentOther, UserAgent: uaOther, Action: ActionEvict, Namespace: testNS, Pod: "a", Budgets: web, WasHealthy: true},
 		{Time: tB, Component: ComponentDescheduler, UserAgent: uaDescheduler, Action: ActionEvict, Namespace: testNS, Pod: "b", Budgets: web, WasHealthy: true},
 	}
-	if diff := cmp.Diff(wantDisruptions, res.Disruptions); diff != "" {
-		t.Errorf("disruptions (-want,+got):\n%s", diff)
-	}
-	if len(res.Violations) != 0 {
-		t.Errorf("want no violation, got %+v", res.Violations)
-	}
 	wantBudgets := []BudgetSummary{{Budget: ref(KindPDB, "web"), Desired: 3, Met: true, LowestHealthy: 3, Disruptions: 2}}
-	if diff := cmp.Diff(wantBudgets, res.Budgets); diff != "" {
-		t.Errorf("budgets (-want,+got):\n%s", diff)
-	}
+	checkNoViolation(t, res, wantDisruptions, wantBudgets)
 }
 
 // Two disruptions in flight at once that together leave the budget short
@@ -67,11 +59,8 @@ func TestOverlappingEvictionsAreJudgedInTheOrderTheyTookEffect(t *testing.T) {
 // does not matter.
 func TestOverlappingDisruptionsThatLeaveTheBudgetShort(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", 3).Obj())
-	a, b := webPod("a"), webPod("b")
-	for _, p := range []*testobj.PodWrapper{a, b, webPod("c"), webPod("d")} {
-		h.createPod(p.Obj())
-	}
+	pods := h.webPods(3, "a", "b", "c", "d")
+	a, b := pods["a"], pods["b"]
 	tA := h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "a", code: 200, took: 60 * time.Millisecond})
 	h.log(logged{ua: uaOther, action: ActionEvict, pod: "b", code: 201, took: 5 * time.Millisecond})
 	h.updatePod(terminating(b))
@@ -98,11 +87,8 @@ func TestOverlappingDisruptionsThatLeaveTheBudgetShort(t *testing.T) {
 // ptvt8 seen terminating 06.172218, answered 06.172180.)
 func TestPodTurningUnreadyWhileADeleteIsUnderWay(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", 2).Obj())
-	a, b := webPod("a"), webPod("b")
-	for _, p := range []*testobj.PodWrapper{a, b, webPod("c")} {
-		h.createPod(p.Obj())
-	}
+	pods := h.webPods(2, "a", "b", "c")
+	a, b := pods["a"], pods["b"]
 	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "a", code: 200, took: 20 * time.Millisecond})
 	h.updatePod(b.Ready(false).Obj())
 	h.updatePod(terminating(a))
@@ -123,11 +109,8 @@ func TestPodTurningUnreadyWhileADeleteIsUnderWay(t *testing.T) {
 // refusal.
 func TestRequestAnsweredWithAServerErrorButCarriedOut(t *testing.T) {
 	h := newHarness(t, testOptions())
-	h.createPDB(pdb("web", 3).Obj())
-	a, b, c := webPod("a"), webPod("b"), webPod("c")
-	for _, p := range []*testobj.PodWrapper{a, b, c} {
-		h.createPod(p.Obj())
-	}
+	pods := h.webPods(3, "a", "b", "c")
+	a, c := pods["a"], pods["c"]
 	tA := h.log(logged{ua: uaScheduler, action: ActionEvict, pod: "a", code: 504, took: 5 * time.Millisecond})
 	h.updatePod(terminating(a)) // after the answer: the server went on
 	h.log(logged{ua: uaScheduler, action: ActionEvict, pod: "b", code: 504, took: 5 * time.Millisecond})
@@ -209,11 +192,8 @@ func TestPodTurningUnreadyJustBeforeARequest(t *testing.T) {
 	}{{"3ms", 0, false}, {"50ms", 50 * time.Millisecond, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, testOptions())
-			h.createPDB(pdb("web", 3).Obj())
-			a, b := webPod("a"), webPod("b")
-			for _, p := range []*testobj.PodWrapper{a, b, webPod("c"), webPod("d")} {
-				h.createPod(p.Obj())
-			}
+			pods := h.webPods(3, "a", "b", "c", "d")
+			a, b := pods["a"], pods["b"]
 			h.clock.advance(time.Second)
 			h.updatePod(b.Ready(false).Obj())
 			h.clock.advance(tc.before)

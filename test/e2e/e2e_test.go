@@ -18,6 +18,7 @@ import (
 
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
+	"github.com/budgetguard/budgetguard/internal/sandboxtest"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -48,15 +49,7 @@ func TestShippedArtifacts(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
-	cp, err := sandbox.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start the control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop the control plane: %v", err)
-		}
-	})
+	cp := sandboxtest.Start(ctx, t, opts)
 	env := testenv.New(cp.Client)
 
 	// The chart, rendered into its own namespace (so that the RoleBinding

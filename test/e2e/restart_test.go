@@ -21,6 +21,7 @@ import (
 	"github.com/budgetguard/budgetguard/internal/audit"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
+	"github.com/budgetguard/budgetguard/internal/sandboxtest"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -107,15 +108,7 @@ func startPromiseControlPlane(t *testing.T) (*schedulerProcesses, string) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cp, err := sandbox.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start the control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop the control plane: %v", err)
-		}
-	})
+	cp := sandboxtest.Start(ctx, t, opts)
 	ensureNamespace(t, cp.Client, releaseNS)
 	objs := renderChart(t, releaseNS, "scheduler.pluginArgs.actuation=Delete", "descheduler.enabled=false")
 	applyAll(t, cp, objs, false)
