@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	kruisetyped "github.com/openkruise/kruise-api/client/clientset/versioned/typed/policy/v1alpha1"
 	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
@@ -15,6 +16,7 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2/ktesting"
@@ -62,20 +64,7 @@ func TestPUBStatusController(t *testing.T) {
 	)
 	kruise := kruisefake.NewSimpleClientset(webPUB().TargetRef("apps/v1", "ReplicaSet", "web").MaxUnavailable(intstr.FromInt32(1)).Obj())
 
-	factory := informers.NewSharedInformerFactory(kube, 0)
-	c, err := newPUBStatusController(kruise, factory)
-	if err != nil {
-		t.Fatalf("newPUBStatusController: %v", err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); c.run(runCtx) }()
-	factory.Start(runCtx.Done())
-	defer func() {
-		stop()
-		<-done
-		factory.Shutdown()
-	}()
+	runPUBStatusController(ctx, t, kube, kruise, nil)
 
 	pubs := kruise.PolicyV1alpha1().PodUnavailableBudgets(pubTestNamespace)
 	waitForPUBStatus(t, pubs, "web", "all ready", pubCounts{3, 2, 3, 1}, 0)
@@ -167,21 +156,7 @@ func TestPUBStatusControllerSelector(t *testing.T) {
 	simulated.Labels = map[string]string{"simulate": "yes"}
 	kruise := kruisefake.NewSimpleClientset(manual, simulated)
 
-	factory := informers.NewSharedInformerFactory(kube, 0)
-	c, err := newPUBStatusController(kruise, factory)
-	if err != nil {
-		t.Fatalf("newPUBStatusController: %v", err)
-	}
-	c.selector = labels.SelectorFromSet(labels.Set{"simulate": "yes"})
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); c.run(runCtx) }()
-	factory.Start(runCtx.Done())
-	defer func() {
-		stop()
-		<-done
-		factory.Shutdown()
-	}()
+	runPUBStatusController(ctx, t, kube, kruise, labels.SelectorFromSet(labels.Set{"simulate": "yes"}))
 
 	pubs := kruise.PolicyV1alpha1().PodUnavailableBudgets(pubTestNamespace)
 	waitForPUBStatus(t, pubs, "web", "the selected PUB's status simulated", pubCounts{3, 2, 1, 0}, 0)
@@ -194,5 +169,29 @@ func TestPUBStatusControllerSelector(t *testing.T) {
 			return false, fmt.Errorf("status %+v, want the 7s written by hand", st)
 		}
 		return true, nil
+	})
+}
+
+// runPUBStatusController runs the PUB status controller on kube's and
+// kruise's objects (only on the PUBs selector matches, when it is not nil)
+// until the test ends.
+func runPUBStatusController(ctx context.Context, t *testing.T, kube kubernetes.Interface, kruise kruiseclientset.Interface, selector labels.Selector) {
+	t.Helper()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	c, err := newPUBStatusController(kruise, factory)
+	if err != nil {
+		t.Fatalf("newPUBStatusController: %v", err)
+	}
+	if selector != nil {
+		c.selector = selector
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); c.run(runCtx) }()
+	factory.Start(runCtx.Done())
+	t.Cleanup(func() {
+		stop()
+		<-done
+		factory.Shutdown()
 	})
 }
