@@ -21,7 +21,7 @@ func chartCmd(args []string) error {
 	epoch := fset.Int64("epoch", -1, "seconds since 1970 for every timestamp")
 	version := fset.String("version", "", "budgetguard's version, e.g. v0.1.0: the chart's appVersion, and its version without the v")
 	out := fset.String("out", "", "the .tgz to write")
-	dir := fset.String("dir", "", "also write the versioned chart unpacked into this directory")
+	dir := fset.String("dir", "", "also write the versioned chart unpacked into this directory (as DIR/<chart name>/)")
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func chartCmd(args []string) error {
 	}
 	if *dir != "" {
 		for _, e := range entries {
-			path := filepath.Join(*dir, filepath.FromSlash(e.name))
+			path := filepath.Join(*dir, name, filepath.FromSlash(e.name))
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return err
 			}

@@ -9,7 +9,7 @@
 //	release chart --epoch S --version V --out FILE [--dir DIR] CHART_DIR
 //	    the chart packaged as `helm package --version V --app-version V`
 //	    would (version without the leading v), loaded back with helm's loader
-//	    to prove it; --dir also writes the versioned chart unpacked
+//	    to prove it; --dir also writes the versioned chart unpacked, as DIR/NAME
 //	release krew --version V --url-prefix URL --out FILE TEMPLATE ARCHIVE...
 //	    the krew manifest TEMPLATE with spec.version V and each platform's
 //	    uri and sha256 taken from the archive named for its os and arch

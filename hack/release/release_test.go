@@ -109,7 +109,7 @@ func TestChartPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(dir, "unpacked", "Chart.yaml"))
+	got, err := os.ReadFile(filepath.Join(dir, "unpacked", "budgetguard", "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
