@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/budgetguard/budgetguard/internal/sandboxtest"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
-	"github.com/budgetguard/budgetguard/internal/sandboxtest"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
