@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,11 +42,6 @@ func PodSpecOf(workload *unstructured.Unstructured) (*corev1.PodSpec, error) {
 		return nil, fmt.Errorf("%s %s: %w", workload.GetKind(), workload.GetName(), err)
 	}
 	return &spec, nil
-}
-
-// CronJobPodSpec returns a CronJob's pod spec.
-func CronJobPodSpec(cj *batchv1.CronJob) *corev1.PodSpec {
-	return &cj.Spec.JobTemplate.Spec.Template.Spec
 }
 
 // Container returns the pod's one container.
