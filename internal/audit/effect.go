@@ -198,6 +198,7 @@ func (r *replayer) takeEffect(now time.Time) {
 			continue // the pod is gone (and its replacement is another pod)
 		}
 		r.disrupted[e.key] = e.uid
+		r.carriedOut[e.uid] = true
 		for _, j := range e.judged {
 			b := j.budget
 			if !b.live {
@@ -212,7 +213,7 @@ func (r *replayer) takeEffect(now time.Time) {
 			for _, s := range j.snaps {
 				var n int32
 				for _, p := range s.healthy {
-					if uid, ok := r.disrupted[p.key]; !ok || uid != p.uid {
+					if !r.carriedOut[p.uid] {
 						n++
 					}
 				}

@@ -103,9 +103,14 @@ type replayer struct {
 	// disruptionEffect): from then on they are not healthy.
 	requested map[podKey]types.UID
 	disrupted map[podKey]types.UID
-	budgets   map[BudgetRef]*budgetState
-	byNS      map[string]map[BudgetRef]*budgetState
-	workloads map[workloadKey]workload
+	// carriedOut holds every pod (by UID) whose disruption took effect.
+	// Unlike disrupted, it keeps a pod once the pod is gone: a snapshot
+	// taken before that still holds it, and it must not count as healthy
+	// when a later disruption is judged on that snapshot.
+	carriedOut map[types.UID]bool
+	budgets    map[BudgetRef]*budgetState
+	byNS       map[string]map[BudgetRef]*budgetState
+	workloads  map[workloadKey]workload
 
 	// pending are the disruptions that leave a budget short, until the
 	// replay passes the time the API server answered them: a pod of the
@@ -158,17 +163,18 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	})
 
 	r := &replayer{
-		opts:      opts,
-		pods:      map[podKey]*corev1.Pod{},
-		podsByNS:  map[string]map[string]*corev1.Pod{},
-		requested: map[podKey]types.UID{},
-		disrupted: map[podKey]types.UID{},
-		budgets:   map[BudgetRef]*budgetState{},
-		byNS:      map[string]map[BudgetRef]*budgetState{},
-		workloads: map[workloadKey]workload{},
-		future:    map[podKey][]*observation{},
-		accepted:  map[podKey][]time.Time{},
-		changed:   map[string]map[string]podChange{},
+		opts:       opts,
+		pods:       map[podKey]*corev1.Pod{},
+		podsByNS:   map[string]map[string]*corev1.Pod{},
+		requested:  map[podKey]types.UID{},
+		disrupted:  map[podKey]types.UID{},
+		carriedOut: map[types.UID]bool{},
+		budgets:    map[BudgetRef]*budgetState{},
+		byNS:       map[string]map[BudgetRef]*budgetState{},
+		workloads:  map[workloadKey]workload{},
+		future:     map[podKey][]*observation{},
+		accepted:   map[podKey][]time.Time{},
+		changed:    map[string]map[string]podChange{},
 		result: Result{
 			Budgets:     []BudgetSummary{},
 			Disruptions: []Disruption{},
