@@ -98,17 +98,7 @@ func TestPDBViolation(t *testing.T) {
 	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "x", code: 200}) // not covered
 	res := h.finish()
 
-	wantViolations := []Violation{{
-		Budget: ref(KindPDB, "web"),
-		Disruption: Disruption{
-			Time: tSecond, Component: ComponentScheduler, UserAgent: uaScheduler, Action: ActionDelete,
-			Namespace: testNS, Pod: "b", Budgets: []BudgetRef{ref(KindPDB, "web")}, WasHealthy: true,
-		},
-		Healthy: 2, Desired: 3,
-	}}
-	if diff := cmp.Diff(wantViolations, res.Violations); diff != "" {
-		t.Errorf("violations (-want,+got):\n%s", diff)
-	}
+	checkViolations(t, []Violation{webDeleteViolation(tSecond, "b", 2, 3)}, res.Violations)
 	wantBudgets := []BudgetSummary{{Budget: ref(KindPDB, "web"), Desired: 3, Met: true, LowestHealthy: 2, Disruptions: 2}}
 	if diff := cmp.Diff(wantBudgets, res.Budgets); diff != "" {
 		t.Errorf("budgets (-want,+got):\n%s", diff)

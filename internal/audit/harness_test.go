@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-
 	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -356,4 +356,24 @@ func (h *harness) webPods(desired int32, names ...string) map[string]*testobj.Po
 		h.createPod(pods[name].Obj())
 	}
 	return pods
+}
+
+// webDeleteViolation is the violation of PDB web by the scheduler's delete
+// of pod, received at at, which left healthy of desired.
+func webDeleteViolation(at time.Time, pod string, healthy, desired int32) Violation {
+	web := ref(KindPDB, "web")
+	return Violation{
+		Budget: web,
+		Disruption: Disruption{Time: at, Component: ComponentScheduler, UserAgent: uaScheduler, Action: ActionDelete,
+			Namespace: testNS, Pod: pod, Budgets: []BudgetRef{web}, WasHealthy: true},
+		Healthy: healthy, Desired: desired,
+	}
+}
+
+// checkViolations fails t unless got are exactly want.
+func checkViolations(t *testing.T, want, got []Violation) {
+	t.Helper()
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("violations (-want,+got):\n%s", diff)
+	}
 }

@@ -67,15 +67,7 @@ func TestOverlappingDisruptionsThatLeaveTheBudgetShort(t *testing.T) {
 	h.updatePod(terminating(a))
 	res := h.finish()
 
-	want := []Violation{{
-		Budget: ref(KindPDB, "web"),
-		Disruption: Disruption{Time: tA, Component: ComponentScheduler, UserAgent: uaScheduler, Action: ActionDelete,
-			Namespace: testNS, Pod: "a", Budgets: []BudgetRef{ref(KindPDB, "web")}, WasHealthy: true},
-		Healthy: 2, Desired: 3,
-	}}
-	if diff := cmp.Diff(want, res.Violations); diff != "" {
-		t.Errorf("violations (-want,+got):\n%s", diff)
-	}
+	checkViolations(t, []Violation{webDeleteViolation(tA, "a", 2, 3)}, res.Violations)
 }
 
 // A delete is decided before the API server receives it. A covered pod
@@ -226,13 +218,5 @@ func TestOverlappingDeletesOfPodsThatGoAtOnce(t *testing.T) {
 	h.deletePod(b.Obj())
 	res := h.finish()
 
-	want := []Violation{{
-		Budget: ref(KindPDB, "web"),
-		Disruption: Disruption{Time: tB, Component: ComponentScheduler, UserAgent: uaScheduler, Action: ActionDelete,
-			Namespace: testNS, Pod: "b", Budgets: []BudgetRef{ref(KindPDB, "web")}, WasHealthy: true},
-		Healthy: 2, Desired: 3,
-	}}
-	if diff := cmp.Diff(want, res.Violations); diff != "" {
-		t.Errorf("violations (-want,+got):\n%s", diff)
-	}
+	checkViolations(t, []Violation{webDeleteViolation(tB, "b", 2, 3)}, res.Violations)
 }
