@@ -87,12 +87,14 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 	held := c.ledger.heldBy(podKey{pod.Namespace, pod.Name})
 	live := c.liveCounted()
 	// Rules 3 and 4.
+	spendsPDB := false
 	for _, e := range pdbs {
 		if c.ledger.holdsIn(held, e.key, pod.UID, now) {
+			spendsPDB = true
 			continue // this pod's disruption is already counted against the PDB
 		}
 		pdb := e.pdb.Load()
-		v := evaluatePDB(pod, pdb, op, pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
+		v := evaluatePDB(pod, pdb, op.forPDB(), pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
 		if live && (v.spends || v.recorded) && healthyForPDB(pod) {
 			st := &pdb.Status
 			if msg, short := c.liveShortfall(pod, self, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
@@ -104,18 +106,20 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 			d.Allowed = false
 			d.Denials = append(d.Denials, *v.denial)
 		case v.spends:
+			spendsPDB = true
 			s := spend{pod: pod, key: e.key, refs: e.spends}
 			s.mark, s.hasMark = pdb.Status.DisruptedPods[pod.Name]
 			spends = append(spends, s)
 		}
 	}
-	// Rule 5.
+	// Rule 5, under the operation the pod undergoes.
+	pubOp := op.forPUB(spendsPDB)
 	for _, pub := range pubs {
 		k := budgetKey{KindPUB, pub.Namespace, pub.Name}
 		if c.ledger.holdsIn(held, k, pod.UID, now) {
 			continue
 		}
-		v := evaluatePUB(pod, pub, op, pending{inflight: c.ledger.inflight(k, now), planned: planned.of(k)})
+		v := evaluatePUB(pod, pub, pubOp, pending{inflight: c.ledger.inflight(k, now), planned: planned.of(k)})
 		if live && (v.spends || v.recorded) && healthyForPUB(pod) {
 			st := &pub.Status
 			if msg, short := c.liveShortfall(pod, self, k, nil, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {

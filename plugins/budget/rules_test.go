@@ -255,6 +255,27 @@ func TestRule6EveryBudgetMustAllow(t *testing.T) {
 	})
 }
 
+// Preemption's Delete actuation evicts a pod whose disruption spends a PDB
+// and deletes any other: its PUBs are decided under the operation it
+// undergoes, which OpenKruise's webhook then sees.
+func TestDeleteOrEvictDecidesPUBsUnderTheOperationThePodUndergoes(t *testing.T) {
+	evictOnly := func() *testobj.PUBWrapper {
+		return pub("web", exhausted).MatchLabels("app", "web").Annotation(AnnotationPUBProtectOperations, "EVICT")
+	}
+	deleteOnly := pub("web", exhausted).MatchLabels("app", "web").Annotation(AnnotationPUBProtectOperations, "DELETE")
+	runRuleCases(t, []ruleCase{
+		{name: "spends a PDB: evicted, so an EVICT-only PUB protects it",
+			objs: []any{webPDB("web", oneLeft).Obj(), evictOnly().Obj()},
+			pod:  webPod("a").Obj(), op: OperationDeleteOrEvict, want: denied(ReasonInsufficientBudget), msg: "pub shop/web"},
+		{name: "spends a PDB: evicted, so a DELETE-only PUB lets it go",
+			objs: []any{webPDB("web", oneLeft).Obj(), deleteOnly.Obj()},
+			pod:  webPod("a").Obj(), op: OperationDeleteOrEvict, want: outcome{Allowed: true, Spends: []string{"pdb shop/web"}}},
+		{name: "no PDB: deleted, which an EVICT-only PUB does not protect",
+			objs: []any{evictOnly().Obj()},
+			pod:  webPod("a").Obj(), op: OperationDeleteOrEvict, want: allowedFree},
+	})
+}
+
 func TestBothDenialsAreReported(t *testing.T) {
 	h := newHarness(t)
 	h.add(webPDB("web", exhausted).Obj(), pub("web", pdbStatus{2, 2, 0}).MatchLabels("app", "web").Obj())

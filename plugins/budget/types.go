@@ -17,7 +17,33 @@ const (
 	// OperationEvict goes through the policy/v1 Eviction API.
 	// For a PodUnavailableBudget it is the EVICT operation.
 	OperationEvict Operation = "Evict"
+	// OperationDeleteOrEvict is preemption's Delete actuation: the pod is
+	// deleted, unless its disruption spends a PodDisruptionBudget (now, or
+	// held by an earlier reservation); then it is evicted, so that the API
+	// server records it in the PDB's status. Its PDBs are decided as for a
+	// delete, its PodUnavailableBudgets under the operation it undergoes.
+	OperationDeleteOrEvict Operation = "DeleteOrEvict"
 )
+
+// forPDB is the operation op's PodDisruptionBudgets are decided under.
+func (op Operation) forPDB() Operation {
+	if op == OperationDeleteOrEvict {
+		return OperationDelete
+	}
+	return op
+}
+
+// forPUB is the operation op's PodUnavailableBudgets are decided under,
+// given whether the pod's disruption spends a PodDisruptionBudget.
+func (op Operation) forPUB(spendsPDB bool) Operation {
+	switch {
+	case op != OperationDeleteOrEvict:
+		return op
+	case spendsPDB:
+		return OperationEvict
+	}
+	return OperationDelete
+}
 
 // BudgetKind names the API kind of a budget.
 type BudgetKind string

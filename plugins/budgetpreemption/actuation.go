@@ -246,7 +246,7 @@ func (pl *BudgetAwarePreemption) activateAfterLastVictim(ctx context.Context, pr
 // actuate evicts or deletes victim; when that fails it gives the victim's
 // reservation back, and remembers the refusal.
 func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptor preemption.ExecutorPreemptor, preemptorPod, victim *v1.Pod, pluginName string) error {
-	if err := pl.recheck(preemptorPod, victim); err != nil {
+	if err := pl.recheck(preemptorPod, cr, victim); err != nil {
 		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready since the victim was decided on")
 	}
 	recorded, err := pl.recordPUBs(ctx, cr, preemptorPod, victim)
@@ -257,7 +257,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		// The record took a round trip, in which a covered pod may have
 		// turned not Ready: checked once more, and the record taken back
 		// when the victim stays.
-		if err := pl.recheck(preemptorPod, victim); err != nil {
+		if err := pl.recheck(preemptorPod, cr, victim); err != nil {
 			pl.undoPUBRecords(ctx, cr, victim, nil)
 			return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
 		}
@@ -283,7 +283,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		// The Eviction API's budget refusal: this candidate cannot complete
 		// until the budget allows it. The cache names the budget when it
 		// has seen what the API server saw.
-		d := pl.budgets.Decide(victim, pl.operation(preemptorPod))
+		d := pl.budgets.Decide(victim, budget.OperationEvict)
 		if !d.Allowed {
 			err = fmt.Errorf("%w (%s)", err, d.Message())
 		}
@@ -299,14 +299,15 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 // before its first victim went, and a covered pod may have turned not Ready
 // since. Only Strict preemption is checked: BestEffort and an overriding
 // preemptor may break budgets (the API server still refuses an eviction).
-func (pl *BudgetAwarePreemption) recheck(preemptor, victim *v1.Pod) error {
+func (pl *BudgetAwarePreemption) recheck(preemptor *v1.Pod, cr *candidateReservation, victim *v1.Pod) error {
 	if !pl.strict(preemptor) || pl.inScheduler(victim) || pl.expendable(victim) {
 		return nil
 	}
+	op := pl.victimOperation(preemptor, cr, victim)
 	if cur := pl.current(victim); cur != nil {
 		victim = cur
 	}
-	return pl.budgets.RecheckLive(victim, pl.operation(preemptor))
+	return pl.budgets.RecheckLive(victim, op)
 }
 
 // notDisrupted gives back the victim's reservation when it is not disrupted
@@ -335,7 +336,7 @@ func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateRe
 	if !ok || pl.kruise == nil {
 		return false, nil
 	}
-	recs, err := budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, pl.operation(preemptor), time.Now())
+	recs, err := budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, pl.victimOperation(preemptor, cr, victim), time.Now())
 	if len(recs) > 0 {
 		cr.recordsMu.Lock()
 		cr.pubRecords[victim.UID] = recs
@@ -377,13 +378,26 @@ func (pl *BudgetAwarePreemption) undoPUBRecords(ctx context.Context, cr *candida
 //     preemptor's victims are never such: it may break budgets, and its
 //     plan refuses nothing.
 func (pl *BudgetAwarePreemption) deletes(preemptor *v1.Pod, cr *candidateReservation, victim *v1.Pod) bool {
-	switch {
-	case pl.inScheduler(victim), pl.expendable(victim):
+	if pl.inScheduler(victim) || pl.expendable(victim) {
 		return true
-	case pl.operation(preemptor) != budget.OperationDelete:
-		return false
 	}
-	return pl.overrides(preemptor) || !cr.recorded[victim.UID]
+	switch pl.operation(preemptor) {
+	case budget.OperationEvict:
+		return false
+	case budget.OperationDeleteOrEvict:
+		return !cr.recorded[victim.UID]
+	}
+	return true
+}
+
+// victimOperation is the operation victim undergoes (see deletes): its
+// PodUnavailableBudgets are checked and recorded under it, as OpenKruise's
+// webhook checks the request that reaches it.
+func (pl *BudgetAwarePreemption) victimOperation(preemptor *v1.Pod, cr *candidateReservation, victim *v1.Pod) budget.Operation {
+	if pl.deletes(preemptor, cr, victim) {
+		return budget.OperationDelete
+	}
+	return budget.OperationEvict
 }
 
 // spendsKind reports whether d spends a budget of kind.

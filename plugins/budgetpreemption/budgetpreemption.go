@@ -174,10 +174,16 @@ func (pl *BudgetAwarePreemption) strict(preemptor *v1.Pod) bool {
 	return pl.args.Mode == ModeStrict && !pl.overrides(preemptor)
 }
 
-// operation is the budget operation the victims of preemptor undergo.
+// operation is the budget operation the victims of preemptor undergo: an
+// overriding preemptor's are deleted; with Delete actuation, a victim is
+// deleted unless it spends a PodDisruptionBudget, and then evicted (see
+// deletes); with Evict actuation, evicted.
 func (pl *BudgetAwarePreemption) operation(preemptor *v1.Pod) budget.Operation {
-	if pl.args.Actuation == ActuationDelete || pl.overrides(preemptor) {
+	switch {
+	case pl.overrides(preemptor):
 		return budget.OperationDelete
+	case pl.args.Actuation == ActuationDelete:
+		return budget.OperationDeleteOrEvict
 	}
 	return budget.OperationEvict
 }

@@ -333,8 +333,15 @@ func deleteEnvWithWebPUB(t *testing.T) (*env, []*v1.Pod, *kruisefake.Clientset, 
 // web (3 available, 2 desired, 1 allowed), and the plugin its clientset.
 func withWebPUB(t *testing.T, e *env) (*kruisefake.Clientset, *budget.Cache) {
 	t.Helper()
-	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+	return withPUB(t, e, testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
 		MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+}
+
+// withPUB gives e a budget cache with PUB support and pub, and the plugin
+// its clientset.
+func withPUB(t *testing.T, e *env, pub *kruisepolicy.PodUnavailableBudget) (*kruisefake.Clientset, *budget.Cache) {
+	t.Helper()
+	kc := kruisefake.NewSimpleClientset(pub)
 	kf := kruiseinformers.NewSharedInformerFactory(kc, 0)
 	bc, err := budget.New(e.ctx, e.fw.SharedInformerFactory(), budget.Options{KruiseInformers: kf})
 	if err != nil {
@@ -392,5 +399,60 @@ func TestVictimRecheckedAfterItsPUBRecord(t *testing.T) {
 	}
 	if _, ok := pub.Status.DisruptedPods["web-0"]; ok {
 		t.Errorf("web-0's record is still in the PUB's status (%v); it must be taken back", pub.Status.DisruptedPods)
+	}
+}
+
+// TestDeleteActuationDecidesPUBsUnderTheVictimsOperation: with Delete
+// actuation, a victim that spends a PodDisruptionBudget is evicted (see
+// deletes), so its PodUnavailableBudgets are decided as for an eviction.
+// PUB web protects EVICT only and allows nothing: web-0, which spends PDB
+// web, is refused, naming the PUB, and nothing is disrupted. Before, every
+// victim's PUBs were decided as for a delete, which PUB web does not
+// protect: web-0 was planned free under it, evicted, and the PUB broken
+// (with OpenKruise's webhook, refused with a 403 every cycle). Without a
+// PDB, web-0 is deleted, which the same PUB lets go.
+func TestDeleteActuationDecidesPUBsUnderTheVictimsOperation(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	for _, tc := range []struct {
+		name    string
+		pdb     bool
+		want    []string
+		refused string
+	}{
+		{name: "spends a PDB: evicted, so the PUB protects it", pdb: true, refused: "pub shop/web"},
+		{name: "no PDB: deleted, which the PUB does not protect", want: []string{"delete web-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := replicas("web", "n1", "web", true, 0, 0, 0)
+			var pdbs []*policyv1.PodDisruptionBudget
+			if tc.pdb {
+				pdbs = append(pdbs, appPDB("web", 3, 2, 1).Obj())
+			}
+			args := DefaultArgs()
+			args.Actuation = ActuationDelete
+			e := newEnv(t, args, []*v1.Node{node("n1")}, pods, pdbs)
+			withPUB(t, e, testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+				Annotation(budget.AnnotationPUBProtectOperations, "EVICT").MaxUnavailable(intstr.FromInt32(0)).Status(3, 3, 0).Obj())
+			var got []string
+			e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+				got = append(got, "delete "+victim.Name)
+				return nil
+			}
+			e.pl.evictPod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod) error {
+				got = append(got, "evict "+victim.Name)
+				return nil
+			}
+			err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", pods[:1]}, testPreemptor{preemptor("1", 100)}, pods[0], Name)
+			var de *budget.DeniedError
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Errorf("preempting web-0: %v", err)
+			case tc.refused != "" && (!errors.As(err, &de) || !strings.Contains(err.Error(), tc.refused)):
+				t.Errorf("preempting web-0: got %v, want a refusal by %s", err, tc.refused)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("disruptions %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
