@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
@@ -171,4 +173,25 @@ func DisruptionRefused(err error) bool {
 	}
 	code := se.Status().Code
 	return code >= 400 && code < 500
+}
+
+// RefusedByBudget reports whether err is a budget's refusal of a disruption
+// by the API server or an admission layer in front of it: the Eviction
+// API's 429, or a denial by an admission webhook (OpenKruise's refuses a
+// pod its PodUnavailableBudget protects with a 403 that names the PUB) or
+// by a ValidatingAdmissionPolicy. Such a refusal stands until a budget
+// changes. A 403 of authorization, a conflict or a pod that is gone is not
+// a budget's.
+func RefusedByBudget(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) || !DisruptionRefused(err) {
+		return false
+	}
+	st := se.Status()
+	if st.Code == http.StatusTooManyRequests {
+		return true
+	}
+	msg := st.Message
+	return (strings.Contains(msg, "admission webhook ") && strings.Contains(msg, " denied the request")) ||
+		(strings.Contains(msg, "ValidatingAdmissionPolicy ") && strings.Contains(msg, " denied request"))
 }

@@ -164,3 +164,31 @@ func TestRecordPUBDisruptionsTakesBackWhatItWroteWhenOnePUBRefuses(t *testing.T)
 		t.Errorf("pub a keeps disruptedPods %v after pub b refused the pod; want none", a.Status.DisruptedPods)
 	}
 }
+
+// A budget's refusal is the Eviction API's 429, or a denial by an admission
+// webhook or a ValidatingAdmissionPolicy (OpenKruise's webhook answers 403
+// for a pod its PUB protects); an authorization 403, a conflict, a pod that
+// is gone, a server error or no answer at all is not.
+func TestRefusedByBudget(t *testing.T) {
+	denied := func(code int32, msg string) error {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Message: msg}}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"Eviction API 429", apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0), true},
+		{"OpenKruise's webhook", denied(403, `admission webhook "vpod.kb.io" denied the request: podunavailablebudget.policy.kruise.io "web" is forbidden: pub unavailable allowed is negative`), true},
+		{"ValidatingAdmissionPolicy", denied(403, `ValidatingAdmissionPolicy 'no-delete' with binding 'shop' denied request: protected`), true},
+		{"authorization", apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, "web-0", errors.New(`User "x" cannot create resource "pods/eviction"`)), false},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("uid precondition")), false},
+		{"gone", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web-0"), false},
+		{"webhook unreachable", denied(500, `Internal error occurred: failed calling webhook "vpod.kb.io": connection refused`), false},
+		{"no answer", context.DeadlineExceeded, false},
+	} {
+		if got := RefusedByBudget(tc.err); got != tc.want {
+			t.Errorf("%s: RefusedByBudget = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -262,7 +262,8 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 			return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
 		}
 	}
-	if pl.deletes(preemptorPod, cr, victim) {
+	op := pl.victimOperation(preemptorPod, cr, victim)
+	if op == budget.OperationDelete {
 		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
 	} else {
 		err = pl.evictPod(ctx, c, preemptor, victim)
@@ -279,11 +280,12 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 	}
 	evictionFailuresTotal.WithLabelValues(code).Inc()
 	err = fmt.Errorf("the API server refused to disrupt victim %s on node %s (%s): %w", klog.KObj(victim), c.Name(), code, err)
-	if apierrors.IsTooManyRequests(err) {
-		// The Eviction API's budget refusal: this candidate cannot complete
-		// until the budget allows it. The cache names the budget when it
-		// has seen what the API server saw.
-		d := pl.budgets.Decide(victim, budget.OperationEvict)
+	if budget.RefusedByBudget(err) {
+		// A budget's refusal, by the Eviction API (429) or by an admission
+		// webhook such as OpenKruise's (403): this candidate cannot
+		// complete until the budget allows it. The cache names the budget
+		// when it has seen what the API server or the webhook saw.
+		d := pl.budgets.Decide(victim, op)
 		if !d.Allowed {
 			err = fmt.Errorf("%w (%s)", err, d.Message())
 		}

@@ -124,12 +124,13 @@ func TestActuationFailureCancelsReservation(t *testing.T) {
 
 // evictionServer is an API server that serves only the Eviction
 // subresource: it refuses the victims in deny with a 429, as the Eviction
-// API does for a pod its budget protects, and accepts the others. It
-// counts the eviction calls per victim.
+// API does for a pod its budget protects (or with refusal when set), and
+// accepts the others. It counts the eviction calls per victim.
 type evictionServer struct {
-	mu    sync.Mutex
-	deny  map[string]bool
-	calls map[string]int
+	mu      sync.Mutex
+	deny    map[string]bool
+	calls   map[string]int
+	refusal *metav1.Status
 }
 
 func (s *evictionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -142,14 +143,17 @@ func (s *evictionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := parts[5]
 	s.mu.Lock()
 	s.calls[name]++
-	deny := s.deny[name]
+	deny, refusal := s.deny[name], s.refusal
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	if deny {
-		w.WriteHeader(http.StatusTooManyRequests)
-		_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-			Reason: metav1.StatusReasonTooManyRequests, Code: http.StatusTooManyRequests,
-			Message: "Cannot evict pod as it would violate the pod's disruption budget."})
+		if refusal == nil {
+			refusal = &metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonTooManyRequests, Code: http.StatusTooManyRequests,
+				Message: "Cannot evict pod as it would violate the pod's disruption budget."}
+		}
+		refusal.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+		w.WriteHeader(int(refusal.Code))
+		_ = json.NewEncoder(w).Encode(refusal)
 		return
 	}
 	w.WriteHeader(http.StatusCreated)

@@ -1,6 +1,7 @@
 package budgetpreemption
 
 import (
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,6 +132,43 @@ func TestPreemptorRefusedByA429RequeuedWhenTheBudgetFrees(t *testing.T) {
 	if n := srv.count("web-0"); n != 2 {
 		t.Logf("second PostFilter: %v", status)
 		t.Errorf("after the cache caught up, web-0 was posted %d times in all, want 2 (the node is a candidate again)", n)
+	}
+}
+
+// TestPreemptorRefusedByAWebhookIsRemembered: OpenKruise's webhook refuses
+// web-0's eviction with a 403 that names its PUB (the cache allowed it:
+// the webhook counts on a status the cache has not seen). That is a budget
+// refusal as much as the Eviction API's 429: the next cycle finds the node
+// refused, naming the webhook's answer, and web-0 is not posted again.
+// Before, only 429s and the cache's own denials were remembered, so every
+// cycle tried the same candidate again. An RBAC 403 is not a budget's
+// refusal and is not remembered.
+func TestPreemptorRefusedByAWebhookIsRemembered(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		message    string
+		remembered bool
+	}{
+		{name: "webhook", remembered: true,
+			message: `admission webhook "vpod.kb.io" denied the request: podunavailablebudget.policy.kruise.io "web" is forbidden: pub unavailable allowed is negative`},
+		{name: "rbac",
+			message: `pods "web-0" is forbidden: User "system:serviceaccount:budgetguard:scheduler" cannot create resource "pods/eviction" in API group "" in the namespace "shop"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, srv, p := apiRefusesEnv(t)
+			srv.refusal = &metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden, Message: tc.message}
+			if _, status := e.postFilterN1(t, p); status.IsSuccess() {
+				t.Fatal("PostFilter succeeded; the API server refuses web-0")
+			}
+			_, status := e.postFilterN1(t, p)
+			n := srv.count("web-0")
+			if got := strings.Contains(status.Message(), "refused by a disruption budget") && strings.Contains(status.Message(), "pub unavailable allowed is negative"); got != tc.remembered {
+				t.Errorf("second cycle: %v; want the node refused with the webhook's answer: %v", status, tc.remembered)
+			}
+			if want := map[bool]int{true: 1, false: 2}[tc.remembered]; n != want {
+				t.Errorf("web-0 posted %d times in two cycles, want %d", n, want)
+			}
+		})
 	}
 }
 
