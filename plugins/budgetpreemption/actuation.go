@@ -250,7 +250,14 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready since the victim was decided on")
 	}
 	recorded, err := pl.recordPUBs(ctx, cr, preemptorPod, victim)
-	if err != nil {
+	var de *budget.DeniedError
+	switch {
+	case err != nil && pl.overrides(preemptorPod) && errors.As(err, &de):
+		// An overriding preemptor may break budgets: the PUB that allows
+		// nothing now (the cache was behind) does not stop it. The victim
+		// goes unrecorded, as upstream preemption's would.
+		klog.FromContext(ctx).V(2).Info("Overriding preemptor disrupts a victim its PodUnavailableBudget no longer allows; no record is written", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "err", err)
+	case err != nil:
 		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "The disruption of a victim could not be recorded in its PodUnavailableBudget")
 	}
 	if recorded {

@@ -456,3 +456,44 @@ func TestDeleteActuationDecidesPUBsUnderTheVictimsOperation(t *testing.T) {
 		})
 	}
 }
+
+// TestOverridingPreemptorIsNotRefusedByAPUBRecord: a preemptor at or above
+// overrideBudgetsAtPriority may break budgets (docs/configuration.md). The
+// cache allowed web-0 under PUB web, but the PUB as the API server has it
+// allows nothing now (the cache lags), so its record is refused. web-0 is
+// deleted all the same, unrecorded, and no refusal is remembered against
+// the preemptor. Before, the refused record left web-0 in place and the
+// preemptor refused, as if it were bound by the budget. A preemptor below
+// the threshold is refused, and web-0 stays.
+func TestOverridingPreemptorIsNotRefusedByAPUBRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		priority int32
+		deleted  bool
+	}{
+		{name: "overriding", priority: 2000, deleted: true},
+		{name: "within the budgets", priority: 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, pods, kc, _ := deleteEnvWithWebPUB(t)
+			e.pl.args.OverrideBudgetsAtPriority = ptr.To[int32](1000)
+			kc.PrependReactor("get", "podunavailablebudgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+					MaxUnavailable(intstr.FromInt32(1)).Status(2, 2, 0).Obj(), nil
+			})
+			var deleted []string
+			e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+				deleted = append(deleted, victim.Name)
+				return nil
+			}
+			p := preemptor("1", tc.priority)
+			err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", pods[:1]}, testPreemptor{p}, pods[0], Name)
+			if got := len(deleted) == 1; got != tc.deleted {
+				t.Errorf("deleted %v (err %v); want web-0 deleted: %v", deleted, err, tc.deleted)
+			}
+			if got := err == nil && !e.pl.refused.has(p.UID); got != tc.deleted {
+				t.Errorf("preemptPod: %v, refusal remembered: %v; want neither: %v", err, e.pl.refused.has(p.UID), tc.deleted)
+			}
+		})
+	}
+}
