@@ -73,8 +73,9 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
 	pdbs, memo := self.memo(pod, pdbBuf[:0])
 	pubs := pubBuf[:0]
+	countedPUBs := 0
 	if !memo {
-		pdbs, pubs = c.coveringInto(pod, pdbs, pubs)
+		pdbs, pubs, countedPUBs = c.coveringInto(pod, pdbs, pubs)
 	}
 
 	// Rule 2.
@@ -97,7 +98,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		v := evaluatePDB(pod, pdb, op.forPDB(), pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
 		if live && (v.spends || v.recorded) && healthyForPDB(pod) {
 			st := &pdb.Status
-			if msg, short := c.liveShortfall(pod, self, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
+			if msg, short := c.liveShortfall(pod, self, e.key, e.live, true, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
 				v = deny(e.spends[0], ReasonStatusBehindPods, "%s", msg)
 			}
 		}
@@ -114,7 +115,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 	}
 	// Rule 5, under the operation the pod undergoes.
 	pubOp := op.forPUB(spendsPDB)
-	for _, pub := range pubs {
+	for i, pub := range pubs {
 		k := budgetKey{KindPUB, pub.Namespace, pub.Name}
 		if c.ledger.holdsIn(held, k, pod.UID, now) {
 			continue
@@ -122,7 +123,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		v := evaluatePUB(pod, pub, pubOp, pending{inflight: c.ledger.inflight(k, now), planned: planned.of(k)})
 		if live && (v.spends || v.recorded) && healthyForPUB(pod) {
 			st := &pub.Status
-			if msg, short := c.liveShortfall(pod, self, k, nil, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {
+			if msg, short := c.liveShortfall(pod, self, k, nil, i < countedPUBs, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {
 				v = deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg)
 			}
 		}

@@ -138,7 +138,7 @@ func (c *Cache) Explain(pod *v1.Pod) Explanation {
 // either through it or through the annotation.
 func pubMatch(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget) MatchKind {
 	switch {
-	case pod.Annotations[AnnotationRelatedPUB] == pub.Name:
+	case relatedPUB(pod) == pub.Name:
 		return MatchRelatedPUB
 	case pub.Spec.TargetReference != nil:
 		return MatchTargetRef

@@ -208,7 +208,7 @@ func newPDBEntry(pdb *policyv1.PodDisruptionBudget, live *liveCount) *pdbEntry {
 // covering collects the budgets that cover pod. Budget objects come from
 // informers and are never modified.
 func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruisepolicy.PodUnavailableBudget) {
-	entries, pubs := c.coveringInto(pod, nil, nil)
+	entries, pubs, _ := c.coveringInto(pod, nil, nil)
 	pdbs := make([]*policyv1.PodDisruptionBudget, 0, len(entries))
 	for _, e := range entries {
 		pdbs = append(pdbs, e.pdb.Load())
@@ -216,20 +216,23 @@ func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruis
 	return pdbs, pubs
 }
 
-// coveringInto appends the budgets that cover pod to pdbs and pubs, sorted
-// by name; it allocates nothing when they have room.
-func (c *Cache) coveringInto(pod *v1.Pod, pdbs []*pdbEntry, pubs []*kruisepolicy.PodUnavailableBudget) ([]*pdbEntry, []*kruisepolicy.PodUnavailableBudget) {
+// coveringInto appends the budgets that cover pod to pdbs and pubs; it
+// allocates nothing when they have room. The PUBs come as pubsForLocked
+// gives them, the ones that count pod first (their number is returned),
+// each part sorted by name, and so are the PDBs.
+func (c *Cache) coveringInto(pod *v1.Pod, pdbs []*pdbEntry, pubs []*kruisepolicy.PodUnavailableBudget) ([]*pdbEntry, []*kruisepolicy.PodUnavailableBudget, int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	start := len(pubs)
 	pdbs, _ = c.pdbs.matching(pod.Namespace, pod.Labels, pdbs)
-	pubs = c.pubsForLocked(pod, pubs)
+	pubs, counted := c.pubsForLocked(pod, pubs)
 	// By name, so that messages naming several budgets do not depend on
 	// map order; usually there is one of each at most.
 	if len(pdbs) > 1 {
 		slices.SortFunc(pdbs, func(a, b *pdbEntry) int { return strings.Compare(a.key.name, b.key.name) })
 	}
-	if len(pubs) > 1 {
-		slices.SortFunc(pubs, func(a, b *kruisepolicy.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
+	if counted > 1 {
+		slices.SortFunc(pubs[start:start+counted], func(a, b *kruisepolicy.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
 	}
-	return pdbs, pubs
+	return pdbs, pubs, counted
 }

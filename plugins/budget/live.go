@@ -96,6 +96,10 @@ type livePod struct {
 	uid        types.UID
 	pdbHealthy bool
 	pubHealthy bool
+	// related is set when the pod's related-pub annotation names a PUB
+	// that does not count it: that PUB is not among budgets, so a
+	// decision cannot be made from the memo.
+	related bool
 	// rv is the resourceVersion of src (0 when it is not a number): an
 	// older object of the same pod never replaces it (see podChangedLocked).
 	rv uint64
@@ -153,7 +157,7 @@ func (x *liveIndex) selfOf(pod *v1.Pod) *livePod {
 // memo appends to out the PDBs that cover pod, from p, and reports whether
 // p could answer: see livePod. Caller holds x.mu (a read lock is enough).
 func (p *livePod) memo(pod *v1.Pod, out []*pdbEntry) ([]*pdbEntry, bool) {
-	if p == nil || p.src != pod || p.gen != p.ns.n {
+	if p == nil || p.src != pod || p.gen != p.ns.n || p.related {
 		return out, false
 	}
 	start := len(out)
@@ -255,9 +259,13 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	}
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
-	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
+	// Counted as the budgets' controllers count: a PUB that only the
+	// pod's related-pub annotation names does not count it.
+	pdbs, pubs, countedPUBs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
+	related := len(pubs) > countedPUBs
+	pubs = pubs[:countedPUBs]
 	pdbH, pubH := healthyForPDB(pod), healthyForPUB(pod)
-	if old != nil && old.uid == pod.UID && old.pdbHealthy == pdbH && old.pubHealthy == pubH && x.sameBudgets(old.budgets, pdbs, pubs) {
+	if old != nil && old.uid == pod.UID && old.pdbHealthy == pdbH && old.pubHealthy == pubH && old.related == related && x.sameBudgets(old.budgets, pdbs, pubs) {
 		if old.src != pod {
 			delete(x.bySrc, old.src)
 			x.bySrc[pod] = old
@@ -282,7 +290,7 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	}
 	// No coverage change can come in between: coverageChanged waits for
 	// x.mu.
-	p.uid, p.pdbHealthy, p.pubHealthy, p.rv = pod.UID, pdbH, pubH, rv
+	p.uid, p.pdbHealthy, p.pubHealthy, p.rv, p.related = pod.UID, pdbH, pubH, rv, related
 	p.src, p.gen = pod, p.ns.n
 	p.budgets = p.budgets[:0]
 	for _, e := range pdbs {

@@ -88,6 +88,41 @@ func TestLiveCountOfAPUB(t *testing.T) {
 	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationDelete), ReasonStatusBehindPods)
 }
 
+// TestLiveCountOfAPUBCountsAsKruisesController: OpenKruise's PUB controller
+// counts the pods its selector or targetRef covers; a pod that names the PUB
+// only in its related-pub annotation is decided under the PUB (Kruise's
+// webhook follows the annotation) but not counted. So the live count of PUB
+// web is 3 of its own pods, not 4: were the stray pod counted, a decision
+// after one of web's pods turned not Ready would see 3 healthy of 3 desired
+// where Kruise sees 2. Before, annotated pods were counted too.
+func TestLiveCountOfAPUBCountsAsKruisesController(t *testing.T) {
+	h := newHarness(t)
+	h.add(pub("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).MatchLabels("app", "web").Obj())
+	stray := testobj.RunningPod(ns, "stray").Annotation(AnnotationRelatedPUB, "web").Obj()
+	h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj(), stray)
+	if n := h.c.LiveHealthy(KindPUB, ns, "web"); n != 3 {
+		t.Errorf("live count of pub web: %d, want 3 (its selector's pods)", n)
+	}
+	h.podEvent(notReady("c"), false)
+	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationDelete), ReasonStatusBehindPods)
+	mustDeny(t, h.c.Decide(stray, OperationDelete), ReasonStatusBehindPods)
+}
+
+// TestDecisionFromTheMemoKeepsARelatedPUB: pod a is counted under PDB web
+// alone, but its related-pub annotation names PUB other, which allows
+// nothing. A decision about the informer's own object (which the memo of
+// a's coverage answers for a pod under PDBs alone) still decides under PUB
+// other.
+func TestDecisionFromTheMemoKeepsARelatedPUB(t *testing.T) {
+	h := newHarness(t)
+	h.add(webPDB("web", oneLeft).Obj(), pub("other", exhausted).MatchLabels("app", "other").Obj())
+	a := webPod("a").Annotation(AnnotationPodRelatedPUB, "other").Obj()
+	h.livePods(a, webPod("b").Obj(), webPod("c").Obj())
+	for range 2 { // the second decision would come from the memo
+		mustDeny(t, h.c.Decide(a, OperationEvict), ReasonInsufficientBudget)
+	}
+}
+
 // TestLiveCountFollowsCoverage: the count follows pods that join or leave
 // a budget (a label change, a deletion) and budgets whose selector changes,
 // and a budget added after its pods counts them.

@@ -21,7 +21,7 @@ import (
 // for k's kind (a pod that is not takes nothing from the count); when the
 // informer has not counted it yet, it counts itself. The caller holds
 // c.ledger.mu and c.live.mu (read locks are enough).
-func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCount, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
+func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCount, countsPod bool, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
 	x := c.live
 	if lc == nil {
 		lc = x.counts[k]
@@ -39,7 +39,7 @@ func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveC
 	if self == nil {
 		self = x.selfOf(pod)
 	}
-	if self == nil || self.uid != pod.UID || !self.counts(k) {
+	if countsPod && (self == nil || self.uid != pod.UID || !self.counts(k)) {
 		healthy++
 	}
 	if healthy-busy-desired-planned >= 1 {
@@ -106,7 +106,7 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 	}
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
-	pdbs, pubs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
+	pdbs, pubs, countedPUBs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
 	c.ledger.mu.RLock()
 	defer c.ledger.mu.RUnlock()
 	c.live.mu.RLock()
@@ -116,19 +116,19 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 	if healthyForPDB(pod) {
 		for _, e := range pdbs {
 			st := &e.pdb.Load().Status
-			if msg, short := c.liveShortfall(pod, nil, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
+			if msg, short := c.liveShortfall(pod, nil, e.key, e.live, true, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
 				denials = append(denials, *deny(e.spends[0], ReasonStatusBehindPods, "%s", msg).denial)
 			}
 		}
 	}
 	if healthyForPUB(pod) {
-		for _, pub := range pubs {
+		for i, pub := range pubs {
 			if pubExempts(pod, pub, op) {
 				continue
 			}
 			st := &pub.Status
 			k := budgetKey{KindPUB, pub.Namespace, pub.Name}
-			if msg, short := c.liveShortfall(pod, nil, k, nil, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
+			if msg, short := c.liveShortfall(pod, nil, k, nil, i < countedPUBs, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
 				denials = append(denials, *deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg).denial)
 			}
 		}

@@ -36,13 +36,17 @@ func ownerTarget(namespace string, ref *metav1.OwnerReference) (targetKey, bool)
 	return targetKey{namespace: namespace, group: gv.Group, kind: ref.Kind, name: ref.Name}, true
 }
 
-// pubsForLocked returns the PUBs that cover pod: by the kruise.io/related-pub
-// annotation, by selector (PUBs without a targetRef) and by targetRef, which
+// pubsForLocked appends the PUBs that cover pod to out: first those that
+// count it, by selector (PUBs without a targetRef) or by targetRef, which
 // names the pod's controller or, for a ReplicaSet, the ReplicaSet's
-// controller (a Deployment). Caller holds c.mu for reading.
-func (c *Cache) pubsForLocked(pod *v1.Pod, out []*kruisepolicy.PodUnavailableBudget) []*kruisepolicy.PodUnavailableBudget {
+// controller (a Deployment); then the one its related-pub annotation names,
+// when that one does not count it. OpenKruise's webhook decides a pod under
+// the PUB its annotation names, but its PUB controller counts only the pods
+// of the selector or targetRef. It returns out and how many PUBs it
+// appended that count pod. Caller holds c.mu for reading.
+func (c *Cache) pubsForLocked(pod *v1.Pod, out []*kruisepolicy.PodUnavailableBudget) ([]*kruisepolicy.PodUnavailableBudget, int) {
 	if c.pubs.Load() != pubOn {
-		return out
+		return out, 0
 	}
 	start := len(out)
 	add := func(p *kruisepolicy.PodUnavailableBudget) {
@@ -53,33 +57,33 @@ func (c *Cache) pubsForLocked(pod *v1.Pod, out []*kruisepolicy.PodUnavailableBud
 		}
 		out = append(out, p)
 	}
-	if name := pod.Annotations[AnnotationRelatedPUB]; name != "" {
-		if p := c.pubsByName[podKey{pod.Namespace, name}]; p != nil {
-			add(p)
-		}
-	}
 	var buf [2]*kruisepolicy.PodUnavailableBudget
 	selected, _ := c.pubsBySelector.matching(pod.Namespace, pod.Labels, buf[:0])
 	for _, p := range selected {
 		add(p)
 	}
-	if len(c.pubsByTarget) == 0 {
-		return out
-	}
-	owner := metav1.GetControllerOf(pod)
-	for depth := 0; owner != nil && depth < 2; depth++ {
-		t, ok := ownerTarget(pod.Namespace, owner)
-		if !ok {
-			break
-		}
-		for _, p := range c.pubsByTarget[t] {
-			if c.workloadIs(t, owner.UID) {
-				add(p)
+	if len(c.pubsByTarget) > 0 {
+		owner := metav1.GetControllerOf(pod)
+		for depth := 0; owner != nil && depth < 2; depth++ {
+			t, ok := ownerTarget(pod.Namespace, owner)
+			if !ok {
+				break
 			}
+			for _, p := range c.pubsByTarget[t] {
+				if c.workloadIs(t, owner.UID) {
+					add(p)
+				}
+			}
+			owner = c.parentOf(t, owner.UID)
 		}
-		owner = c.parentOf(t, owner.UID)
 	}
-	return out
+	counted := len(out) - start
+	if name := relatedPUB(pod); name != "" {
+		if p := c.pubsByName[podKey{pod.Namespace, name}]; p != nil {
+			add(p)
+		}
+	}
+	return out, counted
 }
 
 // workloadIs reports whether the workload t named in the informers is the

@@ -16,7 +16,12 @@ const MaxDisruptedPods = 2000
 
 // Annotations Kruise puts on pods and PUBs.
 const (
-	// AnnotationRelatedPUB names, on a pod, the PUB Kruise's webhook tied it to.
+	// AnnotationPodRelatedPUB names, on a pod, the PUB OpenKruise's
+	// webhook tied it to (PUB v1beta1 and the Kruise releases that serve
+	// it).
+	AnnotationPodRelatedPUB = "pub.kruise.io/related-pub"
+	// AnnotationRelatedPUB is the older name of AnnotationPodRelatedPUB,
+	// which OpenKruise still reads when the newer one is absent.
 	AnnotationRelatedPUB = "kruise.io/related-pub"
 	// AnnotationPUBNoProtect set to "true" on a pod exempts it from every PUB.
 	AnnotationPUBNoProtect = kruisepolicy.PodPubNoProtectionAnnotation
@@ -24,6 +29,16 @@ const (
 	// protects, comma separated; absent or empty means DELETE,UPDATE,EVICT.
 	AnnotationPUBProtectOperations = kruisepolicy.PubProtectOperationAnnotation
 )
+
+// relatedPUB is the name of the PUB pod's annotation ties it to, as
+// OpenKruise reads it: pub.kruise.io/related-pub, else the deprecated
+// kruise.io/related-pub; "" when neither is set.
+func relatedPUB(pod *v1.Pod) string {
+	if name := pod.Annotations[AnnotationPodRelatedPUB]; name != "" {
+		return name
+	}
+	return pod.Annotations[AnnotationRelatedPUB]
+}
 
 // ignoresBudgets is rule 1: a pod that is Pending, Succeeded or Failed, or
 // already being deleted, may go and spends no budget. It mirrors the
