@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GO="${GO:-go}"
-# -vet=off: make verify runs go vet over every package. -ldflags=-w: test
+# -vet=off: make verify runs go vet's analyzers over every package (golangci-lint). -ldflags=-w: test
 # binaries without DWARF link faster, which counts on a cold 2-core machine.
 gotestsum=("$GO" tool -modfile=hack/tools/go.mod gotestsum --format testname -- -vet=off -ldflags=-w)
 
