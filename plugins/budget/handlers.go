@@ -209,6 +209,9 @@ func newPDBEntry(pdb *policyv1.PodDisruptionBudget, live *liveCount) *pdbEntry {
 // informers and are never modified.
 func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruisepolicy.PodUnavailableBudget) {
 	entries, pubs, _ := c.coveringInto(pod, nil, nil)
+	// All by name, for reports (coveringInto puts the PUBs that count the
+	// pod first).
+	slices.SortFunc(pubs, func(a, b *kruisepolicy.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
 	pdbs := make([]*policyv1.PodDisruptionBudget, 0, len(entries))
 	for _, e := range entries {
 		pdbs = append(pdbs, e.pdb.Load())
