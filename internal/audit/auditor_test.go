@@ -326,7 +326,7 @@ func TestDeletedBudgetIsNotCharged(t *testing.T) {
 	h := newHarness(t, testOptions())
 	h.createPDB(pdb("web", 1).Obj())
 	h.createPod(webPod("a").Obj())
-	h.change("delete PDB", func() error {
+	h.change("delete PDB", "web", func() error {
 		return h.kube.PolicyV1().PodDisruptionBudgets(testNS).Delete(h.ctx, "web", metav1.DeleteOptions{})
 	})
 	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "a", code: 200})

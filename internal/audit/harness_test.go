@@ -166,16 +166,32 @@ func (h *harness) observed() int {
 	return len(h.a.observations)
 }
 
-// change runs write, which makes one informer event, and waits until the
-// auditor has recorded it.
-func (h *harness) change(what string, write func() error) {
+// observedSince reports whether the auditor recorded an observation of an
+// object named name after its first n observations.
+func (h *harness) observedSince(n int, name string) bool {
+	h.a.mu.Lock()
+	defer h.a.mu.Unlock()
+	for _, o := range h.a.observations[n:] {
+		if o.podKey.name == name || o.budget.Name == name || o.workloadKey.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// change runs write, which makes one informer event about the object named
+// name, and waits until the auditor has recorded that event: not any
+// event, as an informer's late event about another object would let the
+// test go on before this one is recorded, and stamp it after the steps
+// that follow (seen once under load in TestPUBViolationByTargetRefAndSelector).
+func (h *harness) change(what, name string, write func() error) {
 	h.t.Helper()
 	before := h.observed()
 	if err := write(); err != nil {
 		h.t.Fatalf("%s: %v", what, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for h.observed() <= before {
+	for !h.observedSince(before, name) {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("%s: the auditor's informers did not see it", what)
 		}
@@ -187,7 +203,7 @@ func (h *harness) change(what string, write func() error) {
 // the auditor has seen the change.
 func write[T metav1.Object, O any](h *harness, verb string, op func(context.Context, T, O) (T, error), obj T, opts O) {
 	h.t.Helper()
-	h.change(fmt.Sprintf("%s %T %s", verb, obj, obj.GetName()), func() error {
+	h.change(fmt.Sprintf("%s %T %s", verb, obj, obj.GetName()), obj.GetName(), func() error {
 		_, err := op(h.ctx, obj, opts)
 		return err
 	})
@@ -215,7 +231,7 @@ func (h *harness) updatePUB(p *kruisepolicy.PodUnavailableBudget) {
 
 func (h *harness) deletePod(p *corev1.Pod) {
 	h.t.Helper()
-	h.change("delete pod "+p.Name, func() error {
+	h.change("delete pod "+p.Name, p.Name, func() error {
 		return h.kube.CoreV1().Pods(p.Namespace).Delete(h.ctx, p.Name, metav1.DeleteOptions{})
 	})
 }
