@@ -246,10 +246,13 @@ func (pl *BudgetAwarePreemption) activateAfterLastVictim(ctx context.Context, pr
 // actuate evicts or deletes victim; when that fails it gives the victim's
 // reservation back, and remembers the refusal.
 func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptor preemption.ExecutorPreemptor, preemptorPod, victim *v1.Pod, pluginName string) error {
-	if err := pl.recheck(preemptorPod, cr, victim); err != nil {
+	// Decided once: the PUB record, the rechecks and the request all go
+	// under the operation the victim undergoes.
+	op := pl.victimOperation(preemptorPod, cr, victim)
+	if err := pl.recheck(preemptorPod, victim, op); err != nil {
 		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready since the victim was decided on")
 	}
-	recorded, err := pl.recordPUBs(ctx, cr, preemptorPod, victim)
+	recorded, err := pl.recordPUBs(ctx, cr, victim, op)
 	var de *budget.DeniedError
 	switch {
 	case err != nil && pl.overrides(preemptorPod) && errors.As(err, &de):
@@ -264,12 +267,11 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		// The record took a round trip, in which a covered pod may have
 		// turned not Ready: checked once more, and the record taken back
 		// when the victim stays.
-		if err := pl.recheck(preemptorPod, cr, victim); err != nil {
+		if err := pl.recheck(preemptorPod, victim, op); err != nil {
 			pl.undoPUBRecords(ctx, cr, victim, nil)
 			return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
 		}
 	}
-	op := pl.victimOperation(preemptorPod, cr, victim)
 	if op == budget.OperationDelete {
 		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
 	} else {
@@ -308,11 +310,10 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 // before its first victim went, and a covered pod may have turned not Ready
 // since. Only Strict preemption is checked: BestEffort and an overriding
 // preemptor may break budgets (the API server still refuses an eviction).
-func (pl *BudgetAwarePreemption) recheck(preemptor *v1.Pod, cr *candidateReservation, victim *v1.Pod) error {
+func (pl *BudgetAwarePreemption) recheck(preemptor, victim *v1.Pod, op budget.Operation) error {
 	if !pl.strict(preemptor) || pl.inScheduler(victim) || pl.expendable(victim) {
 		return nil
 	}
-	op := pl.victimOperation(preemptor, cr, victim)
 	if cur := pl.current(victim); cur != nil {
 		victim = cur
 	}
@@ -340,12 +341,12 @@ func (pl *BudgetAwarePreemption) notDisrupted(ctx context.Context, c preemption.
 // and the descheduler count it (budget.RecordPUBDisruption follows
 // OpenKruise's webhook). A PUB that no longer allows it refuses here. It
 // reports whether it wrote any record.
-func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateReservation, preemptor, victim *v1.Pod) (bool, error) {
+func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateReservation, victim *v1.Pod, op budget.Operation) (bool, error) {
 	d, ok := cr.pubSpends[victim.UID]
 	if !ok || pl.kruise == nil {
 		return false, nil
 	}
-	recs, err := budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, pl.victimOperation(preemptor, cr, victim), time.Now())
+	recs, err := budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, op, time.Now())
 	if len(recs) > 0 {
 		cr.recordsMu.Lock()
 		cr.pubRecords[victim.UID] = recs
