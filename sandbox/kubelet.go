@@ -247,13 +247,14 @@ func (k *kubelet) hostIP(nodeName string) string {
 	return fakeIP("10.240", nodeName)
 }
 
-// finishPod deletes a terminating pod with a grace period of 0, as a kubelet
-// does once the containers have stopped.
+// finishPod deletes a terminating pod with a grace period of 0, as the
+// kubelet's status manager does once the containers have stopped. It does so
+// whatever the pod's deletionGracePeriodSeconds: one of 0 on a pod that is
+// still there is a delete whose second phase never ran (the API server
+// writes the deletionTimestamp, then removes the object, and a client that
+// dies in between cancels the removal), and the API server removes such a
+// pod on the next delete. A pod that finalizers keep stays, unchanged.
 func (k *kubelet) finishPod(ctx context.Context, pod *corev1.Pod) error {
-	if ptr.Deref(pod.DeletionGracePeriodSeconds, -1) == 0 {
-		// Already final; only finalizers keep it.
-		return nil
-	}
 	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0),
 		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
