@@ -30,7 +30,7 @@ const crdTimeout = 30 * time.Second
 
 // InstallPUBCRD creates the PodUnavailableBudget CRD from manifests/crds,
 // unless it exists, and waits until it is Established and its resource is in
-// discovery. Start calls it when Options.InstallPUBCRD is set; test/perf
+// discovery in every version it serves (v1alpha1 and v1beta1). Start calls it when Options.InstallPUBCRD is set; test/perf
 // calls it on scheduler_perf's API server.
 func InstallPUBCRD(ctx context.Context, client apiextensionsclientset.Interface, disco discovery.DiscoveryInterface) error {
 	var crd apiextensionsv1.CustomResourceDefinition
@@ -52,7 +52,12 @@ func InstallPUBCRD(ctx context.Context, client apiextensionsclientset.Interface,
 		if !crdEstablished(cur) {
 			return false, nil
 		}
-		return resourceServed(disco, PUBGroupVersion, PUBResource), nil
+		for _, v := range cur.Spec.Versions {
+			if v.Served && !resourceServed(disco, crd.Spec.Group+"/"+v.Name, PUBResource) {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("CRD %s was not served within %s: %w", crd.Name, crdTimeout, err)
