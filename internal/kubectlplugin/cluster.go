@@ -7,7 +7,6 @@ import (
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +64,15 @@ func openCluster(ctx context.Context, cfg *rest.Config, namespace string) (*clus
 		factory: informers.NewSharedInformerFactoryWithOptions(ic, 0, informers.WithNamespace(namespace)),
 		kruise:  kruiseinformers.NewSharedInformerFactoryWithOptions(kc, 0, kruiseinformers.WithNamespace(namespace)),
 	}
-	c.cache, err = budget.New(ctx, c.factory, budget.Options{KruiseInformers: c.kruise, Discovery: ic.Discovery()})
+	beta, err := budget.NewPUBv1beta1Client(icfg)
+	if err != nil {
+		return nil, fmt.Errorf("OpenKruise v1beta1 client for %s: %w", cfg.Host, err)
+	}
+	c.cache, err = budget.New(ctx, c.factory, budget.Options{
+		KruiseInformers: c.kruise,
+		PUBv1beta1:      &budget.PUBv1beta1Source{Client: beta, Namespace: namespace},
+		Discovery:       ic.Discovery(),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -159,12 +166,12 @@ func (c *cluster) lintInput() (budget.LintInput, error) {
 	if in.PDBs, err = c.factory.Policy().V1().PodDisruptionBudgets().Lister().List(labels.Everything()); err != nil {
 		return in, err
 	}
-	if c.cache.PUBEnabled() {
-		var pubs []*kruisepolicy.PodUnavailableBudget
-		if pubs, err = c.kruise.Policy().V1alpha1().PodUnavailableBudgets().Lister().List(labels.Everything()); err != nil {
-			return in, err
+	if inf := c.cache.PUBInformer(); c.cache.PUBEnabled() && inf != nil {
+		for _, obj := range inf.GetStore().List() {
+			if p, ok := budget.PUBOf(obj); ok {
+				in.PUBs = append(in.PUBs, p)
+			}
 		}
-		in.PUBs = pubs
 	}
 	return in, nil
 }

@@ -12,6 +12,7 @@ import (
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/descheduler/cmd/descheduler/app/options"
 	deschedulermetrics "sigs.k8s.io/descheduler/metrics"
@@ -52,6 +53,14 @@ func setupDeschedulerPlugins() pluginregistry.Registry {
 					return nil, nil, errNoControlPlane
 				}
 				return current.cp.KruiseClient, current.cp.Client.Discovery(), nil
+			},
+			PUBv1beta1: func() (rest.Interface, error) {
+				current.Lock()
+				defer current.Unlock()
+				if current.cp == nil {
+					return nil, errNoControlPlane
+				}
+				return budget.NewPUBv1beta1Client(current.cp.Config)
 			},
 			Workloads: func() (kubernetes.Interface, error) {
 				current.Lock()

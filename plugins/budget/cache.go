@@ -9,20 +9,25 @@ import (
 	"time"
 
 	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
-// PUBGroupVersion is the API that serves PodUnavailableBudgets.
-const PUBGroupVersion = "policy.kruise.io/v1alpha1"
+// The versions of the API that serves PodUnavailableBudgets: v1beta1 is
+// OpenKruise's current (stored) version, v1alpha1 the one older releases
+// serve alone.
+const (
+	PUBGroupVersion        = "policy.kruise.io/v1alpha1"
+	PUBGroupVersionV1beta1 = "policy.kruise.io/v1beta1"
+)
 
 // Options configure a Cache.
 type Options struct {
@@ -30,15 +35,21 @@ type Options struct {
 	Ledger LedgerOptions
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
-	// KruiseInformers, when set, feeds PodUnavailableBudgets. The caller
-	// starts it, as it starts the core factory.
+	// KruiseInformers, when set, feeds PodUnavailableBudgets at
+	// policy.kruise.io/v1alpha1. The caller starts it, as it starts the
+	// core factory.
 	KruiseInformers kruiseinformers.SharedInformerFactory
-	// Discovery, when set, is asked whether policy.kruise.io/v1alpha1
-	// podunavailablebudgets is served; when it is not (a 404, or a
-	// successful answer without the resource), PUB support is off, with
-	// one log line. Any other answer (an error) leaves the Cache unsynced
-	// until discovery answers: a fault never turns protection off.
-	// Without Discovery, KruiseInformers is trusted.
+	// PUBv1beta1, when set, is where the Cache lists and watches
+	// PodUnavailableBudgets at policy.kruise.io/v1beta1, which it prefers
+	// where served; the Cache runs that informer itself.
+	PUBv1beta1 *PUBv1beta1Source
+	// Discovery, when set, is asked whether podunavailablebudgets is
+	// served at v1beta1 (with PUBv1beta1), else at v1alpha1 (with
+	// KruiseInformers); when neither is (a 404, or a successful answer
+	// without the resource), PUB support is off, with one log line. Any
+	// other answer (an error) leaves the Cache unsynced until discovery
+	// answers: a fault never turns protection off. Without Discovery, the
+	// preferred version is trusted.
 	Discovery discovery.DiscoveryInterface
 	// PUBDiscoveryInterval is how often the Cache asks Discovery again
 	// while PodUnavailableBudgets are not served; when they become served,
@@ -78,10 +89,16 @@ type Cache struct {
 	// pubFault is the last discovery error while pubs is unknown.
 	pubFault error
 	// onPUBs are called once PUB support turns on (see OnPUBSupport).
-	onPUBs         []func()
-	pubsBySelector *selectorIndex[*kruisepolicy.PodUnavailableBudget]
-	pubsByTarget   map[targetKey]map[string]*kruisepolicy.PodUnavailableBudget
-	pubsByName     map[podKey]*kruisepolicy.PodUnavailableBudget
+	onPUBs []func()
+	// pubInformer and pubVersion: the informer PUBs come from, and its
+	// group and version, once PUB support is on.
+	pubInformer toolscache.SharedIndexInformer
+	pubVersion  string
+	// pubBeta is the v1beta1 client of Options.PUBv1beta1, if any.
+	pubBeta        rest.Interface
+	pubsBySelector *selectorIndex[*PUB]
+	pubsByTarget   map[targetKey]map[string]*PUB
+	pubsByName     map[podKey]*PUB
 	// versions is the resourceVersion of the latest event handled per budget.
 	versions map[budgetKey]string
 
@@ -112,12 +129,15 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		logger:         klog.FromContext(ctx).WithName("budget"),
 		clock:          clk,
 		pdbs:           newSelectorIndex[*pdbEntry](),
-		pubsBySelector: newSelectorIndex[*kruisepolicy.PodUnavailableBudget](),
-		pubsByTarget:   map[targetKey]map[string]*kruisepolicy.PodUnavailableBudget{},
-		pubsByName:     map[podKey]*kruisepolicy.PodUnavailableBudget{},
+		pubsBySelector: newSelectorIndex[*PUB](),
+		pubsByTarget:   map[targetKey]map[string]*PUB{},
+		pubsByName:     map[podKey]*PUB{},
 		versions:       map[budgetKey]string{},
 		ledger:         newLedger(opts.Ledger, clk),
 		live:           newLiveIndex(),
+	}
+	if opts.PUBv1beta1 != nil {
+		c.pubBeta = opts.PUBv1beta1.Client
 	}
 
 	pods, pdbs, rs, deploy, sts := informersOf(factory, opts)
@@ -152,9 +172,10 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		}
 	}
 
-	if opts.KruiseInformers == nil {
+	pubSource := opts.KruiseInformers != nil || opts.PUBv1beta1 != nil
+	if !pubSource {
 		c.pubs.Store(pubOff)
-		c.logger.V(2).Info("PodUnavailableBudget support is off: no Kruise informer factory given")
+		c.logger.V(2).Info("PodUnavailableBudget support is off: no Kruise informer factory or v1beta1 client given")
 	}
 	for i, x := range handlers {
 		reg, err := x.inf.AddEventHandler(x.h)
@@ -166,7 +187,7 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 			c.podsSynced = reg.HasSynced
 		}
 	}
-	if opts.KruiseInformers != nil {
+	if pubSource {
 		c.followPUBAPI(ctx, opts)
 	}
 	return c, nil

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -70,7 +69,7 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 	defer x.mu.RUnlock()
 	self := x.selfOf(pod)
 	var pdbBuf [2]*pdbEntry
-	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
+	var pubBuf [2]*PUB
 	pdbs, memo := self.memo(pod, pdbBuf[:0])
 	pubs := pubBuf[:0]
 	countedPUBs := 0

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -43,7 +42,7 @@ type CoveringBudget struct {
 	Match MatchKind
 	// PDB or PUB is the budget object, as the Cache holds it.
 	PDB *policyv1.PodDisruptionBudget
-	PUB *kruisepolicy.PodUnavailableBudget
+	PUB *PUB
 	// Healthy, Desired and Allowed are currentHealthy, desiredHealthy and
 	// disruptionsAllowed for a PDB; currentAvailable, desiredAvailable and
 	// unavailableAllowed for a PUB. Expected is expectedPods or totalReplicas.
@@ -136,7 +135,7 @@ func (c *Cache) Explain(pod *v1.Pod) Explanation {
 // pubMatch says how a PUB that covers pod matched it. Kruise's targetRef
 // takes priority over the selector, so a PUB with a targetRef covers a pod
 // either through it or through the annotation.
-func pubMatch(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget) MatchKind {
+func pubMatch(pod *v1.Pod, pub *PUB) MatchKind {
 	switch {
 	case relatedPUB(pod) == pub.Name:
 		return MatchRelatedPUB

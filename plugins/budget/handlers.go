@@ -6,11 +6,11 @@ package budget
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -99,13 +99,17 @@ func pdbSelector(pdb *policyv1.PodDisruptionBudget) (labels.Selector, error) {
 }
 
 func (c *Cache) onPUB(obj any, deleted bool) {
-	pub, ok := tombstone[*kruisepolicy.PodUnavailableBudget](obj)
+	pub, ok, convErr := pubOf(obj)
 	if !ok {
 		return
 	}
 	k := budgetKey{KindPUB, pub.Namespace, pub.Name}
 	c.mu.Lock()
 	old := c.pubsByName[podKey{pub.Namespace, pub.Name}]
+	if convErr != nil && !deleted && (old == nil || !maps.Equal(old.Annotations, pub.Annotations)) {
+		c.logger.Info("Warning: PodUnavailableBudget has an annotation that does not parse; it is read as OpenKruise's webhook reads it",
+			"podUnavailableBudget", klog.KObj(pub), "err", convErr)
+	}
 	c.removePUBLocked(pub.Namespace, pub.Name)
 	delete(c.versions, k)
 	if !deleted {
@@ -129,12 +133,12 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 
 // pubCoverageSame reports whether two versions of a PUB cover the same pods:
 // the same selector and targetRef.
-func pubCoverageSame(a, b *kruisepolicy.PodUnavailableBudget) bool {
+func pubCoverageSame(a, b *PUB) bool {
 	return equality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector) &&
 		equality.Semantic.DeepEqual(a.Spec.TargetReference, b.Spec.TargetReference)
 }
 
-func (c *Cache) addPUBLocked(pub *kruisepolicy.PodUnavailableBudget) {
+func (c *Cache) addPUBLocked(pub *PUB) {
 	c.pubsByName[podKey{pub.Namespace, pub.Name}] = pub
 	if pub.Spec.TargetReference != nil {
 		// Kruise: targetRef takes priority over selector.
@@ -146,7 +150,7 @@ func (c *Cache) addPUBLocked(pub *kruisepolicy.PodUnavailableBudget) {
 		}
 		m := c.pubsByTarget[t]
 		if m == nil {
-			m = map[string]*kruisepolicy.PodUnavailableBudget{}
+			m = map[string]*PUB{}
 			c.pubsByTarget[t] = m
 		}
 		m[pub.Name] = pub
@@ -207,11 +211,11 @@ func newPDBEntry(pdb *policyv1.PodDisruptionBudget, live *liveCount) *pdbEntry {
 
 // covering collects the budgets that cover pod. Budget objects come from
 // informers and are never modified.
-func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruisepolicy.PodUnavailableBudget) {
+func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*PUB) {
 	entries, pubs, _ := c.coveringInto(pod, nil, nil)
 	// All by name, for reports (coveringInto puts the PUBs that count the
 	// pod first).
-	slices.SortFunc(pubs, func(a, b *kruisepolicy.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(pubs, func(a, b *PUB) int { return strings.Compare(a.Name, b.Name) })
 	pdbs := make([]*policyv1.PodDisruptionBudget, 0, len(entries))
 	for _, e := range entries {
 		pdbs = append(pdbs, e.pdb.Load())
@@ -223,7 +227,7 @@ func (c *Cache) covering(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, []*kruis
 // allocates nothing when they have room. The PUBs come as pubsForLocked
 // gives them, the ones that count pod first (their number is returned),
 // each part sorted by name, and so are the PDBs.
-func (c *Cache) coveringInto(pod *v1.Pod, pdbs []*pdbEntry, pubs []*kruisepolicy.PodUnavailableBudget) ([]*pdbEntry, []*kruisepolicy.PodUnavailableBudget, int) {
+func (c *Cache) coveringInto(pod *v1.Pod, pdbs []*pdbEntry, pubs []*PUB) ([]*pdbEntry, []*PUB, int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	start := len(pubs)
@@ -235,7 +239,7 @@ func (c *Cache) coveringInto(pod *v1.Pod, pdbs []*pdbEntry, pubs []*kruisepolicy
 		slices.SortFunc(pdbs, func(a, b *pdbEntry) int { return strings.Compare(a.key.name, b.key.name) })
 	}
 	if counted > 1 {
-		slices.SortFunc(pubs[start:start+counted], func(a, b *kruisepolicy.PodUnavailableBudget) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(pubs[start:start+counted], func(a, b *PUB) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return pdbs, pubs, counted
 }

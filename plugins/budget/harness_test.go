@@ -104,6 +104,8 @@ func (h *harness) add(objs ...any) {
 			h.pdb(o)
 		case *kruisepolicy.PodUnavailableBudget:
 			h.pub(o)
+		case *PUB:
+			h.c.onPUB(o, false)
 		default:
 			err = fmt.Errorf("harness cannot add %T", o)
 		}

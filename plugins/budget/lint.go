@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,7 +73,7 @@ type Finding struct {
 type LintInput struct {
 	Pods []*v1.Pod
 	PDBs []*policyv1.PodDisruptionBudget
-	PUBs []*kruisepolicy.PodUnavailableBudget
+	PUBs []*PUB
 }
 
 // Lint finds budget designs that break the Eviction API or block
@@ -244,7 +243,7 @@ func lintPDB(pdb *policyv1.PodDisruptionBudget, pods []*v1.Pod) []Finding {
 	return out
 }
 
-func (c *Cache) lintPUB(pub *kruisepolicy.PodUnavailableBudget, pods []*v1.Pod) []Finding {
+func (c *Cache) lintPUB(pub *PUB, pods []*v1.Pod) []Finding {
 	ref := pubRef(pub)
 	var out []Finding
 	one := func(code FindingCode, sev Severity, fix, format string, args ...any) {

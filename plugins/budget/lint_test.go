@@ -29,7 +29,8 @@ func lintOf(t *testing.T, objs ...any) []string {
 			in.PDBs = append(in.PDBs, o)
 			h.add(o)
 		case *kruisepolicy.PodUnavailableBudget:
-			in.PUBs = append(in.PUBs, o)
+			p, _ := PUBOf(o)
+			in.PUBs = append(in.PUBs, p)
 			h.add(o)
 		default:
 			h.add(o)

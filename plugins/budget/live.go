@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"sync"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -258,7 +257,7 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 		return
 	}
 	var pdbBuf [2]*pdbEntry
-	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
+	var pubBuf [2]*PUB
 	// Counted as the budgets' controllers count: a PUB that only the
 	// pod's related-pub annotation names does not count it.
 	pdbs, pubs, countedPUBs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
@@ -330,7 +329,7 @@ func resourceVersion(pod *v1.Pod) uint64 {
 
 // sameBudgets reports whether refs are the counts of pdbs and pubs, in
 // order. Caller holds x.mu.
-func (x *liveIndex) sameBudgets(refs []liveRef, pdbs []*pdbEntry, pubs []*kruisepolicy.PodUnavailableBudget) bool {
+func (x *liveIndex) sameBudgets(refs []liveRef, pdbs []*pdbEntry, pubs []*PUB) bool {
 	if len(refs) != len(pdbs)+len(pubs) {
 		return false
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -105,7 +104,7 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 		return nil
 	}
 	var pdbBuf [2]*pdbEntry
-	var pubBuf [2]*kruisepolicy.PodUnavailableBudget
+	var pubBuf [2]*PUB
 	pdbs, pubs, countedPUBs := c.coveringInto(pod, pdbBuf[:0], pubBuf[:0])
 	c.ledger.mu.RLock()
 	defer c.ledger.mu.RUnlock()

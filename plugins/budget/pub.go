@@ -3,12 +3,40 @@ package budget
 import (
 	"fmt"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
+	kruisev1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
+	toolscache "k8s.io/client-go/tools/cache"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	kruisepolicy "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 )
+
+// PUBOf returns obj, a PodUnavailableBudget of policy.kruise.io/v1beta1 or
+// v1alpha1 (or the tombstone of one), in the v1beta1 shape; false when obj
+// is no PUB. A v1alpha1 annotation that does not convert is left in place
+// for the rules to read as OpenKruise's webhook does (see
+// kruisepolicy.FromV1alpha1).
+func PUBOf(obj any) (*PUB, bool) {
+	pub, ok, _ := pubOf(obj)
+	return pub, ok
+}
+
+func pubOf(obj any) (*PUB, bool, error) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	switch p := obj.(type) {
+	case *PUB:
+		return p, true, nil
+	case *kruisev1alpha1.PodUnavailableBudget:
+		pub, err := kruisepolicy.FromV1alpha1(p)
+		return pub, true, err
+	}
+	return nil, false, nil
+}
 
 // targetKey identifies a workload a PUB's targetRef names. Like Kruise, it
 // compares API group, kind and name, not the version.
@@ -16,7 +44,7 @@ type targetKey struct {
 	namespace, group, kind, name string
 }
 
-func targetOf(pub *kruisepolicy.PodUnavailableBudget) (targetKey, error) {
+func targetOf(pub *PUB) (targetKey, error) {
 	ref := pub.Spec.TargetReference
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
@@ -44,12 +72,12 @@ func ownerTarget(namespace string, ref *metav1.OwnerReference) (targetKey, bool)
 // the PUB its annotation names, but its PUB controller counts only the pods
 // of the selector or targetRef. It returns out and how many PUBs it
 // appended that count pod. Caller holds c.mu for reading.
-func (c *Cache) pubsForLocked(pod *v1.Pod, out []*kruisepolicy.PodUnavailableBudget) ([]*kruisepolicy.PodUnavailableBudget, int) {
+func (c *Cache) pubsForLocked(pod *v1.Pod, out []*PUB) ([]*PUB, int) {
 	if c.pubs.Load() != pubOn {
 		return out, 0
 	}
 	start := len(out)
-	add := func(p *kruisepolicy.PodUnavailableBudget) {
+	add := func(p *PUB) {
 		for _, q := range out[start:] {
 			if q == p {
 				return
@@ -57,7 +85,7 @@ func (c *Cache) pubsForLocked(pod *v1.Pod, out []*kruisepolicy.PodUnavailableBud
 		}
 		out = append(out, p)
 	}
-	var buf [2]*kruisepolicy.PodUnavailableBudget
+	var buf [2]*PUB
 	selected, _ := c.pubsBySelector.matching(pod.Namespace, pod.Labels, buf[:0])
 	for _, p := range selected {
 		add(p)

@@ -197,3 +197,52 @@ func toolscacheWait(ctx context.Context, fn func() bool) bool {
 	}
 	return true
 }
+
+// versionDiscovery answers per group and version: "served", "absent" (a
+// 404), or anything else (an error).
+type versionDiscovery struct {
+	discovery.DiscoveryInterface
+	answers map[string]string
+}
+
+func (d versionDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	switch d.answers[gv] {
+	case "served":
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}, nil
+	case "absent":
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "policy.kruise.io"}, gv)
+	}
+	return nil, errors.New("the server is currently unable to handle the request")
+}
+
+// TestPUBServedVersion: v1beta1 where it is served and the Cache can read
+// it, v1alpha1 otherwise; an error of discovery for either version tells
+// nothing (the Cache stays unsynced), even when the other is served.
+func TestPUBServedVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		beta, alpha string
+		betaClient  bool
+		want        string
+		wantErr     bool
+	}{
+		{name: "both served: v1beta1", beta: "served", alpha: "served", betaClient: true, want: PUBGroupVersionV1beta1},
+		{name: "both served, no v1beta1 client: v1alpha1", beta: "served", alpha: "served", want: PUBGroupVersion},
+		{name: "v1alpha1 alone: v1alpha1", beta: "absent", alpha: "served", betaClient: true, want: PUBGroupVersion},
+		{name: "v1beta1 alone: v1beta1", beta: "served", alpha: "absent", betaClient: true, want: PUBGroupVersionV1beta1},
+		{name: "neither: off", beta: "absent", alpha: "absent", betaClient: true, want: ""},
+		{name: "v1beta1 fails: unknown, whatever v1alpha1 says", beta: "fails", alpha: "served", betaClient: true, wantErr: true},
+		{name: "v1beta1 absent, v1alpha1 fails: unknown", beta: "absent", alpha: "fails", betaClient: true, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := versionDiscovery{answers: map[string]string{PUBGroupVersionV1beta1: tc.beta, PUBGroupVersion: tc.alpha}}
+			got, err := pubServedVersion(d, tc.betaClient, true)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("pubServedVersion = %q, %v; want %q, error %v", got, err, tc.want, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "discovery of policy.kruise.io/") {
+				t.Errorf("error %q does not name the version whose discovery failed", err)
+			}
+		})
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+
+	kruisepolicy "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 )
 
 // The durable record of a PodUnavailableBudget disruption.
@@ -49,14 +51,13 @@ type PUBRecord struct {
 // the disruption any more returns a *DeniedError and writes nothing; a PUB
 // that is gone needs no record. A conflict re-reads and decides again. It
 // returns the record it wrote, nil when it wrote none.
-func RecordPUBDisruption(ctx context.Context, client kruiseclientset.Interface, namespace, name string, pod *v1.Pod, op Operation, now time.Time) (*PUBRecord, error) {
-	pubs := client.PolicyV1alpha1().PodUnavailableBudgets(namespace)
+func RecordPUBDisruption(ctx context.Context, client PUBStatusClient, namespace, name string, pod *v1.Pod, op Operation, now time.Time) (*PUBRecord, error) {
 	// The status holds seconds; the record is compared as read back.
 	at := metav1.NewTime(now).Rfc3339Copy()
 	var rec *PUBRecord
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rec = nil
-		pub, err := pubs.Get(ctx, name, metav1.GetOptions{})
+		pub, err := client.Get(ctx, namespace, name)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -67,7 +68,7 @@ func RecordPUBDisruption(ctx context.Context, client kruiseclientset.Interface, 
 		if err != nil || updated == nil {
 			return err
 		}
-		if _, err := pubs.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		if err := client.UpdateStatus(ctx, updated); err != nil {
 			return err
 		}
 		rec = &PUBRecord{Namespace: namespace, Name: name, Pod: pod.Name, At: at}
@@ -82,7 +83,7 @@ func RecordPUBDisruption(ctx context.Context, client kruiseclientset.Interface, 
 // recordedPUB returns pub with the disruption of pod recorded at at, nil
 // when none is needed, or a *DeniedError when pub refuses it. The budget
 // rules are evaluatePUB's, with nothing in flight: the status is the record.
-func recordedPUB(pub *kruisepolicy.PodUnavailableBudget, pod *v1.Pod, op Operation, at metav1.Time) (*kruisepolicy.PodUnavailableBudget, error) {
+func recordedPUB(pub *PUB, pod *v1.Pod, op Operation, at metav1.Time) (*PUB, error) {
 	v := evaluatePUB(pod, pub, op, pending{})
 	switch {
 	case v.denial != nil:
@@ -104,7 +105,7 @@ func recordedPUB(pub *kruisepolicy.PodUnavailableBudget, pod *v1.Pod, op Operati
 // stops at the first error, and then takes back the records it wrote (see
 // UndoPUBRecords): the pod is not disrupted, and a record left behind would
 // make its later disruption free under rule 5.
-func RecordPUBDisruptions(ctx context.Context, client kruiseclientset.Interface, d Decision, pod *v1.Pod, op Operation, now time.Time) ([]PUBRecord, error) {
+func RecordPUBDisruptions(ctx context.Context, client PUBStatusClient, d Decision, pod *v1.Pod, op Operation, now time.Time) ([]PUBRecord, error) {
 	var recs []PUBRecord
 	for _, b := range d.Spends {
 		if b.Kind != KindPUB {
@@ -135,12 +136,11 @@ func RecordPUBDisruptions(ctx context.Context, client kruiseclientset.Interface,
 // conflict re-reads. unavailableAllowed is not raised: the PUB's controller
 // recomputes it from the pods, and until then the PUB allows one disruption
 // fewer, never one more. It tries every record and returns the errors.
-func UndoPUBRecords(ctx context.Context, client kruiseclientset.Interface, recs []PUBRecord) error {
+func UndoPUBRecords(ctx context.Context, client PUBStatusClient, recs []PUBRecord) error {
 	var errs []error
 	for _, rec := range recs {
-		pubs := client.PolicyV1alpha1().PodUnavailableBudgets(rec.Namespace)
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pub, err := pubs.Get(ctx, rec.Name, metav1.GetOptions{})
+			pub, err := client.Get(ctx, rec.Namespace, rec.Name)
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -153,14 +153,70 @@ func UndoPUBRecords(ctx context.Context, client kruiseclientset.Interface, recs 
 			}
 			pub = pub.DeepCopy()
 			delete(pub.Status.DisruptedPods, rec.Pod)
-			_, err = pubs.UpdateStatus(ctx, pub, metav1.UpdateOptions{})
-			return err
+			return client.UpdateStatus(ctx, pub)
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("take back the disruption record of pod %s from PodUnavailableBudget %s/%s: %w", rec.Pod, rec.Namespace, rec.Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PUBStatusClient reads a PodUnavailableBudget and updates its status, in
+// one served version of the API, in the v1beta1 shape: what the durable
+// record needs. Write in the version the Cache reads (Cache.PUBStatusClient):
+// a status update in v1alpha1 passes the stored object through v1alpha1,
+// which cannot hold v1beta1's spec.ignoredPodSelector, and OpenKruise's
+// conversion drops it; the update would erase it from the user's PUB.
+type PUBStatusClient interface {
+	Get(ctx context.Context, namespace, name string) (*PUB, error)
+	// UpdateStatus writes pub's status, with its resourceVersion as the
+	// precondition.
+	UpdateStatus(ctx context.Context, pub *PUB) error
+}
+
+// PUBStatusClientV1alpha1 is a PUBStatusClient of policy.kruise.io/v1alpha1.
+func PUBStatusClientV1alpha1(client kruiseclientset.Interface) PUBStatusClient {
+	return alphaStatusClient{client}
+}
+
+// PUBStatusClientV1beta1 is a PUBStatusClient of policy.kruise.io/v1beta1
+// on a client of NewPUBv1beta1Client.
+func PUBStatusClientV1beta1(client rest.Interface) PUBStatusClient {
+	return betaStatusClient{client}
+}
+
+type alphaStatusClient struct{ c kruiseclientset.Interface }
+
+func (a alphaStatusClient) Get(ctx context.Context, namespace, name string) (*PUB, error) {
+	pub, err := a.c.PolicyV1alpha1().PodUnavailableBudgets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	// An annotation that does not convert stays for the rules to read.
+	beta, _ := kruisepolicy.FromV1alpha1(pub)
+	return beta, nil
+}
+
+func (a alphaStatusClient) UpdateStatus(ctx context.Context, pub *PUB) error {
+	_, err := a.c.PolicyV1alpha1().PodUnavailableBudgets(pub.Namespace).UpdateStatus(ctx, kruisepolicy.ToV1alpha1(pub), metav1.UpdateOptions{})
+	return err
+}
+
+type betaStatusClient struct{ c rest.Interface }
+
+func (b betaStatusClient) Get(ctx context.Context, namespace, name string) (*PUB, error) {
+	pub := &PUB{}
+	err := b.c.Get().Namespace(namespace).Resource("podunavailablebudgets").Name(name).Do(ctx).Into(pub)
+	if err != nil {
+		return nil, err
+	}
+	return pub, nil
+}
+
+func (b betaStatusClient) UpdateStatus(ctx context.Context, pub *PUB) error {
+	return b.c.Put().Namespace(pub.Namespace).Resource("podunavailablebudgets").Name(pub.Name).SubResource("status").
+		Body(pub).Do(ctx).Error()
 }
 
 // DisruptionRefused reports whether err is the API server's answer that it

@@ -51,7 +51,7 @@ func TestRecordPUBDisruption(t *testing.T) {
 		return got
 	}
 
-	if rec, err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-0"), OperationDelete, now); err != nil || rec == nil {
+	if rec, err := RecordPUBDisruption(ctx, PUBStatusClientV1alpha1(client), "shop", "web", pod("web-0"), OperationDelete, now); err != nil || rec == nil {
 		t.Fatalf("record web-0: %+v, %v; want the record", rec, err)
 	}
 	st := get().Status
@@ -59,12 +59,12 @@ func TestRecordPUBDisruption(t *testing.T) {
 		t.Fatalf("after web-0: disruptedPods %v, unavailableAllowed %d, %d updates; want web-0 recorded, 0 allowed, 1 update", st.DisruptedPods, st.UnavailableAllowed, updates)
 	}
 
-	_, err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-1"), OperationDelete, now)
+	_, err := RecordPUBDisruption(ctx, PUBStatusClientV1alpha1(client), "shop", "web", pod("web-1"), OperationDelete, now)
 	var de *DeniedError
 	if !errors.As(err, &de) || de.Decision.Reason() != ReasonInsufficientBudget {
 		t.Fatalf("record web-1: %v, want the PUB's InsufficientBudget refusal", err)
 	}
-	if rec, err := RecordPUBDisruption(ctx, client, "shop", "web", pod("web-0"), OperationDelete, now); err != nil || rec != nil || updates != 1 {
+	if rec, err := RecordPUBDisruption(ctx, PUBStatusClientV1alpha1(client), "shop", "web", pod("web-0"), OperationDelete, now); err != nil || rec != nil || updates != 1 {
 		t.Fatalf("record web-0 again: %+v, %v after %d updates, want no record, nil and no second update", rec, err, updates)
 	}
 
@@ -85,7 +85,7 @@ func TestRecordPUBDisruption(t *testing.T) {
 		}
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "podunavailablebudgets"}, "web", errors.New("the object has been modified"))
 	})
-	_, err = RecordPUBDisruption(ctx, fresh, "shop", "web", pod("web-3"), OperationDelete, now)
+	_, err = RecordPUBDisruption(ctx, PUBStatusClientV1alpha1(fresh), "shop", "web", pod("web-3"), OperationDelete, now)
 	if !errors.As(err, &de) {
 		t.Fatalf("record web-3 after a conflicting record of web-2: %v, want a refusal decided on the new status", err)
 	}
@@ -106,7 +106,7 @@ func TestUndoPUBRecords(t *testing.T) {
 		testobj.MakePUB().Namespace("shop").Name("b").Generation(1).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
 	web0 := testobj.MakePod().Namespace("shop").Name("web-0").Label("app", "web").Running().Obj()
 	d := Decision{Allowed: true, Spends: []BudgetRef{{Kind: KindPUB, Namespace: "shop", Name: "a"}, {Kind: KindPUB, Namespace: "shop", Name: "b"}}}
-	recs, err := RecordPUBDisruptions(ctx, client, d, web0, OperationDelete, now)
+	recs, err := RecordPUBDisruptions(ctx, PUBStatusClientV1alpha1(client), d, web0, OperationDelete, now)
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("RecordPUBDisruptions = %+v, %v; want two records", recs, err)
 	}
@@ -127,7 +127,7 @@ func TestUndoPUBRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := UndoPUBRecords(ctx, client, recs); err != nil {
+	if err := UndoPUBRecords(ctx, PUBStatusClientV1alpha1(client), recs); err != nil {
 		t.Fatalf("UndoPUBRecords: %v", err)
 	}
 	if st := get("a"); len(st.DisruptedPods) != 0 || st.UnavailableAllowed != 0 {
@@ -151,7 +151,7 @@ func TestRecordPUBDisruptionsTakesBackWhatItWroteWhenOnePUBRefuses(t *testing.T)
 		testobj.MakePUB().Namespace("shop").Name("b").Generation(1).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(0)).Status(3, 3, 0).Obj())
 	web0 := testobj.MakePod().Namespace("shop").Name("web-0").Label("app", "web").Running().Obj()
 	d := Decision{Allowed: true, Spends: []BudgetRef{{Kind: KindPUB, Namespace: "shop", Name: "a"}, {Kind: KindPUB, Namespace: "shop", Name: "b"}}}
-	recs, err := RecordPUBDisruptions(ctx, client, d, web0, OperationDelete, time.Now())
+	recs, err := RecordPUBDisruptions(ctx, PUBStatusClientV1alpha1(client), d, web0, OperationDelete, time.Now())
 	var de *DeniedError
 	if !errors.As(err, &de) || recs != nil {
 		t.Fatalf("RecordPUBDisruptions = %+v, %v; want pub b's refusal and no records", recs, err)

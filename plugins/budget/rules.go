@@ -2,12 +2,22 @@ package budget
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	kruisepolicy "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 )
+
+// PUB is a PodUnavailableBudget as the Cache reads it: in the shape of
+// policy.kruise.io/v1beta1, whichever version the API serves (a v1alpha1
+// object is converted as OpenKruise converts it; see
+// apis/kruise/policy/v1beta1).
+type PUB = kruisepolicy.PodUnavailableBudget
 
 // MaxDisruptedPods is the most unconfirmed disruptions a budget's status may
 // list before the API server refuses more (the Eviction API's
@@ -23,11 +33,17 @@ const (
 	// AnnotationRelatedPUB is the older name of AnnotationPodRelatedPUB,
 	// which OpenKruise still reads when the newer one is absent.
 	AnnotationRelatedPUB = "kruise.io/related-pub"
-	// AnnotationPUBNoProtect set to "true" on a pod exempts it from every PUB.
+	// AnnotationPUBNoProtect set to a true boolean ("true", "1", ...) on a
+	// pod exempts it from every PUB (deprecated by OpenKruise for a PUB's
+	// spec.ignoredPodSelector, still honoured).
 	AnnotationPUBNoProtect = kruisepolicy.PodPubNoProtectionAnnotation
 	// AnnotationPUBProtectOperations on a PUB lists the operations it
-	// protects, comma separated; absent or empty means DELETE,UPDATE,EVICT.
+	// protects, comma separated, where spec.protectOperations is empty
+	// (its v1alpha1 form); neither means DELETE,UPDATE,EVICT.
 	AnnotationPUBProtectOperations = kruisepolicy.PubProtectOperationAnnotation
+	// AnnotationPUBProtectTotalReplicas is the v1alpha1 form of a PUB's
+	// spec.protectTotalReplicas.
+	AnnotationPUBProtectTotalReplicas = kruisepolicy.PubProtectTotalReplicasAnnotation
 )
 
 // relatedPUB is the name of the PUB pod's annotation ties it to, as
@@ -173,39 +189,87 @@ func pdbNumbers(st *policyv1.PodDisruptionBudgetStatus, n pending, ready bool) s
 	return b.String()
 }
 
-// pubProtects reports whether the PUB protects operation op.
-func pubProtects(pub *kruisepolicy.PodUnavailableBudget, op Operation) bool {
+// pubProtects reports whether the PUB protects operation op, as OpenKruise
+// reads it (pubcontrol's getPubProtectOperations): spec.protectOperations,
+// else the annotation, else DELETE, UPDATE and EVICT.
+func pubProtects(pub *PUB, op Operation) bool {
+	want := kruisepolicy.PubDeleteOperation
+	if op == OperationEvict {
+		want = kruisepolicy.PubEvictOperation
+	}
+	if len(pub.Spec.ProtectOperations) > 0 {
+		for _, o := range pub.Spec.ProtectOperations {
+			if o == want {
+				return true
+			}
+		}
+		return false
+	}
 	value := pub.Annotations[AnnotationPUBProtectOperations]
-	if value == "" {
+	if strings.Trim(value, ", ") == "" {
 		return true
 	}
-	want := string(kruisepolicy.PubDeleteOperation)
-	if op == OperationEvict {
-		want = string(kruisepolicy.PubEvictOperation)
-	}
 	for _, o := range strings.Split(value, ",") {
-		if strings.TrimSpace(o) == want {
+		if kruisepolicy.PubOperation(strings.TrimSpace(o)) == want {
 			return true
 		}
 	}
 	return false
 }
 
+// pubNoProtect reports whether pod opts out of every PUB, as OpenKruise
+// parses the annotation (a Go boolean).
+func pubNoProtect(pod *v1.Pod) bool {
+	v, ok := pod.Annotations[AnnotationPUBNoProtect]
+	if !ok {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
+}
+
+// pubIgnores reports whether the PUB's spec.ignoredPodSelector selects pod.
+// An empty selector selects nothing; one that does not parse is an error,
+// which OpenKruise's webhook answers by refusing the operation.
+func pubIgnores(pub *PUB, pod *v1.Pod) (bool, error) {
+	if pub.Spec.IgnoredPodSelector == nil {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pub.Spec.IgnoredPodSelector)
+	if err != nil {
+		return false, fmt.Errorf("spec.ignoredPodSelector: %w", err)
+	}
+	if sel.Empty() {
+		return false, nil
+	}
+	return sel.Matches(labels.Set(pod.Labels)), nil
+}
+
 // pubExempts reports whether pub leaves pod to go for op whatever its
-// numbers: the pod opts out, is not Running and Ready, the PUB wants no pod
-// available, or it does not protect op.
-func pubExempts(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operation) bool {
-	return pod.Annotations[AnnotationPUBNoProtect] == "true" ||
-		pod.Status.Phase != v1.PodRunning || !podReady(pod) ||
-		pub.Status.DesiredAvailable == 0 || !pubProtects(pub, op)
+// numbers, in the order of OpenKruise's PodUnavailableBudgetValidatePod: the
+// pod opts out or is not Running and Ready; the PUB ignores it, wants no pod
+// available, or does not protect op. An ignoredPodSelector that does not
+// parse exempts nothing (evaluatePUB refuses, as Kruise's webhook errs).
+func pubExempts(pod *v1.Pod, pub *PUB, op Operation) bool {
+	if pubNoProtect(pod) || pod.Status.Phase != v1.PodRunning || !podReady(pod) {
+		return true
+	}
+	ignored, err := pubIgnores(pub, pod)
+	if err != nil {
+		return false
+	}
+	return ignored || pub.Status.DesiredAvailable == 0 || !pubProtects(pub, op)
 }
 
 // evaluatePUB applies rule 5 of DESIGN.md for one covering PUB, in the order
 // of Kruise's PodUnavailableBudgetValidatePod, counting n against it.
-func evaluatePUB(pod *v1.Pod, pub *kruisepolicy.PodUnavailableBudget, op Operation, n pending) verdict {
+func evaluatePUB(pod *v1.Pod, pub *PUB, op Operation, n pending) verdict {
 	st := &pub.Status
 	if pubExempts(pod, pub, op) {
 		return free
+	}
+	if _, err := pubIgnores(pub, pod); err != nil {
+		return deny(pubRef(pub), ReasonInvalidPUB, "%v; OpenKruise's webhook refuses every protected operation of its pods", err)
 	}
 	if _, ok := st.DisruptedPods[pod.Name]; ok {
 		return alreadyRecorded
@@ -231,6 +295,6 @@ func pdbRef(pdb *policyv1.PodDisruptionBudget) BudgetRef {
 	return BudgetRef{Kind: KindPDB, Namespace: pdb.Namespace, Name: pdb.Name, UID: pdb.UID}
 }
 
-func pubRef(pub *kruisepolicy.PodUnavailableBudget) BudgetRef {
+func pubRef(pub *PUB) BudgetRef {
 	return BudgetRef{Kind: KindPUB, Namespace: pub.Namespace, Name: pub.Name, UID: pub.UID}
 }

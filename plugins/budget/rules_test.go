@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
@@ -242,6 +243,62 @@ func TestRule5PodUnavailableBudgets(t *testing.T) {
 			pod: webPod("a").Obj(), want: allowedFree},
 		{name: "pod in UnavailablePods spends nothing new", objs: []any{pub("web", exhausted).MatchLabels("app", "web").Unavailable(epoch, "a").Obj()},
 			pod: webPod("a").Obj(), want: allowedFree},
+	})
+}
+
+// betaPUB is pub in the v1beta1 shape, with edit applied to its spec.
+func betaPUB(t *testing.T, w *testobj.PUBWrapper, edit func(*kruisebeta.PodUnavailableBudgetSpec)) *PUB {
+	t.Helper()
+	p, err := kruisebeta.FromV1alpha1(w.Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&p.Spec)
+	return p
+}
+
+// TestRule5PodUnavailableBudgetsV1beta1: the fields of v1beta1 decide as
+// OpenKruise's webhook reads them (pubcontrol's getPubProtectOperations,
+// isPodMatchedIgnoredPubSelector, isPodNoProtection).
+func TestRule5PodUnavailableBudgetsV1beta1(t *testing.T) {
+	ops := func(o ...kruisebeta.PubOperation) func(*kruisebeta.PodUnavailableBudgetSpec) {
+		return func(s *kruisebeta.PodUnavailableBudgetSpec) { s.ProtectOperations = o }
+	}
+	ignore := func(sel *metav1.LabelSelector) func(*kruisebeta.PodUnavailableBudgetSpec) {
+		return func(s *kruisebeta.PodUnavailableBudgetSpec) { s.IgnoredPodSelector = sel }
+	}
+	web := func() *testobj.PUBWrapper { return pub("web", exhausted).MatchLabels("app", "web") }
+	canary := &metav1.LabelSelector{MatchLabels: map[string]string{"track": "canary"}}
+	runRuleCases(t, []ruleCase{
+		{name: "protectOperations EVICT protects an eviction", objs: []any{betaPUB(t, web(), ops(kruisebeta.PubEvictOperation))},
+			pod: webPod("a").Obj(), op: OperationEvict, want: denied(ReasonInsufficientBudget)},
+		{name: "protectOperations EVICT lets a preemption delete go", objs: []any{betaPUB(t, web(), ops(kruisebeta.PubEvictOperation))},
+			pod: webPod("a").Obj(), op: OperationDelete, want: allowedFree},
+		{name: "protectOperations RESIZE alone protects neither", objs: []any{betaPUB(t, web(), ops(kruisebeta.PubResizeOperation))},
+			pod: webPod("a").Obj(), op: OperationEvict, want: allowedFree},
+		{name: "protectOperations wins over the annotation",
+			objs: []any{betaPUB(t, web().Annotation(AnnotationPUBProtectOperations, "EVICT"), ops(kruisebeta.PubDeleteOperation))},
+			pod:  webPod("a").Obj(), op: OperationEvict, want: allowedFree},
+		{name: "no protectOperations: the annotation decides",
+			objs: []any{betaPUB(t, web().Annotation(AnnotationPUBProtectOperations, "EVICT"), ops())},
+			pod:  webPod("a").Obj(), op: OperationDelete, want: allowedFree},
+		{name: "an annotation that does not parse still protects what it names",
+			objs: []any{web().Annotation(AnnotationPUBProtectOperations, "EVICT,KILL").Obj()},
+			pod:  webPod("a").Obj(), op: OperationEvict, want: denied(ReasonInsufficientBudget)},
+		{name: "ignoredPodSelector exempts the pods it selects", objs: []any{betaPUB(t, web(), ignore(canary))},
+			pod: webPod("a").Label("track", "canary").Obj(), want: allowedFree},
+		{name: "ignoredPodSelector leaves the others protected", objs: []any{betaPUB(t, web(), ignore(canary))},
+			pod: webPod("a").Label("track", "stable").Obj(), want: denied(ReasonInsufficientBudget)},
+		{name: "an empty ignoredPodSelector selects nothing", objs: []any{betaPUB(t, web(), ignore(&metav1.LabelSelector{}))},
+			pod: webPod("a").Obj(), want: denied(ReasonInsufficientBudget)},
+		{name: "an ignoredPodSelector that does not parse refuses, as Kruise's webhook errs",
+			objs: []any{betaPUB(t, pub("web", oneLeft).MatchLabels("app", "web"), ignore(&metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "track", Operator: "Near"}}}))},
+			pod: webPod("a").Obj(), want: denied(ReasonInvalidPUB), msg: "pub shop/web: spec.ignoredPodSelector"},
+		{name: "pub.kruise.io/no-protect is read as a boolean", objs: []any{web().Obj()},
+			pod: webPod("a").Annotation(AnnotationPUBNoProtect, "True").Obj(), want: allowedFree},
+		{name: "pub.kruise.io/no-protect that is no boolean protects", objs: []any{web().Obj()},
+			pod: webPod("a").Annotation(AnnotationPUBNoProtect, "yes").Obj(), want: denied(ReasonInsufficientBudget)},
 	})
 }
 

@@ -108,6 +108,10 @@ const (
 	// and the budget's controller has not written the status since); the
 	// disruption would leave the application below its budget.
 	ReasonStatusBehindPods Reason = "StatusBehindPods"
+	// ReasonInvalidPUB: the PUB cannot be applied as written (its
+	// spec.ignoredPodSelector does not parse); OpenKruise's webhook answers
+	// every protected operation of its pods with an error.
+	ReasonInvalidPUB Reason = "InvalidPUB"
 )
 
 // Denial says which budget refused a disruption, by which rule, with the

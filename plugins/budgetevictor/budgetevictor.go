@@ -3,6 +3,7 @@ package budgetevictor
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/rest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,10 @@ type Options struct {
 	// Kruise, when set, turns PodUnavailableBudget support on (if the API
 	// is served). Nil means PDBs only.
 	Kruise KruiseClients
+	// PUBv1beta1, when set beside Kruise, returns a client of the real
+	// cluster for policy.kruise.io/v1beta1 (budget.NewPUBv1beta1Client),
+	// which the cache prefers where it is served.
+	PUBv1beta1 func() (rest.Interface, error)
 	// Ledger bounds how long reservations hold budgets; zero values take
 	// the budget package's defaults (a reservation whose eviction never
 	// happens ends after 5 s).
@@ -229,6 +234,17 @@ func (sh *shared) start() {
 			}
 			sh.err = fmt.Errorf("no client for the Kruise API: %w", err)
 			return
+		}
+		if sh.opts.PUBv1beta1 != nil {
+			beta, err := sh.opts.PUBv1beta1()
+			if err != nil {
+				if sh.err == nil {
+					logger.Info("Budget cache not built: no client for the Kruise API v1beta1; every eviction is refused until there is one", "err", err, "retry", kruiseRetry)
+				}
+				sh.err = fmt.Errorf("no client for the Kruise API v1beta1: %w", err)
+				return
+			}
+			sh.bopts.PUBv1beta1 = &budget.PUBv1beta1Source{Client: beta}
 		}
 		kf = kruiseinformers.NewSharedInformerFactory(kc, 0)
 		sh.bopts.KruiseInformers, sh.bopts.Discovery = kf, disc

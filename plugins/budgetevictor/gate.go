@@ -67,6 +67,8 @@ type evictionGate struct {
 type admitted struct {
 	r    *budget.Reservation
 	recs []budget.PUBRecord
+	// pubs wrote recs, in the version of the PUB API the cache reads.
+	pubs budget.PUBStatusClient
 	// pod is the pod as it was decided on (nil when the cache does not
 	// hold it): the eviction carries its preconditions.
 	pod *v1.Pod
@@ -84,7 +86,7 @@ func (a admitted) failed(ctx context.Context, g *evictionGate, refused bool) {
 	if !refused || len(a.recs) == 0 {
 		return
 	}
-	if err := budget.UndoPUBRecords(ctx, g.sh.kruise, a.recs); err != nil {
+	if err := budget.UndoPUBRecords(ctx, a.pubs, a.recs); err != nil {
 		g.logger.Info("Warning: the disruption of a pod whose eviction the API server refused is still recorded in its PodUnavailableBudget; the record times out", "err", err)
 	}
 }
@@ -117,7 +119,8 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admit
 	}
 	a := admitted{r: r, pod: pod}
 	if g.sh.kruise != nil {
-		a.recs, err = budget.RecordPUBDisruptions(ctx, g.sh.kruise, c.WithHeld(d, pod), pod, budget.OperationEvict, time.Now())
+		a.pubs = c.PUBStatusClient(g.sh.kruise)
+		a.recs, err = budget.RecordPUBDisruptions(ctx, a.pubs, c.WithHeld(d, pod), pod, budget.OperationEvict, time.Now())
 		if err != nil {
 			if r != nil {
 				r.Cancel()

@@ -346,7 +346,7 @@ func (pl *BudgetAwarePreemption) recordPUBs(ctx context.Context, cr *candidateRe
 	if !ok || pl.kruise == nil {
 		return false, nil
 	}
-	recs, err := budget.RecordPUBDisruptions(ctx, pl.kruise, d, victim, op, time.Now())
+	recs, err := budget.RecordPUBDisruptions(ctx, pl.budgets.PUBStatusClient(pl.kruise), d, victim, op, time.Now())
 	if len(recs) > 0 {
 		cr.recordsMu.Lock()
 		cr.pubRecords[victim.UID] = recs
@@ -369,7 +369,7 @@ func (pl *BudgetAwarePreemption) undoPUBRecords(ctx context.Context, cr *candida
 	if len(recs) == 0 || (disruptErr != nil && !budget.DisruptionRefused(disruptErr)) {
 		return
 	}
-	if err := budget.UndoPUBRecords(ctx, pl.kruise, recs); err != nil {
+	if err := budget.UndoPUBRecords(ctx, pl.budgets.PUBStatusClient(pl.kruise), recs); err != nil {
 		klog.FromContext(ctx).Info("Warning: the disruption of a victim that stays is still recorded in its PodUnavailableBudget; the record times out", "victim", klog.KObj(victim), "err", err)
 	}
 }

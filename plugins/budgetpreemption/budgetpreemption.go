@@ -111,7 +111,7 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 	pl := newPlugin(args, fh, sh.cache, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
 	pl.kruise = sh.kruiseClient
 	pl.lifetime = ctx
-	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory(), sh.kruise); err != nil {
+	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory()); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return pl, nil

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -145,8 +143,9 @@ func budgetMayFree(oldObj, newObj any) bool {
 	case *policyv1.PodDisruptionBudget:
 		o, ok := oldObj.(*policyv1.PodDisruptionBudget)
 		return !ok || pdbMayFree(o, n)
-	case *kruisepolicy.PodUnavailableBudget:
-		o, ok := oldObj.(*kruisepolicy.PodUnavailableBudget)
+	}
+	if n, ok := budget.PUBOf(newObj); ok {
+		o, ok := budget.PUBOf(oldObj)
 		return !ok || pubMayFree(o, n)
 	}
 	return false
@@ -169,8 +168,8 @@ func pdbMayFree(o, n *policyv1.PodDisruptionBudget) bool {
 }
 
 // pubMayFree follows OpenKruise's PUB checks (DESIGN.md, rule 5); the
-// protected operations are an annotation.
-func pubMayFree(o, n *kruisepolicy.PodUnavailableBudget) bool {
+// protected operations are in the spec (v1beta1), or in an annotation.
+func pubMayFree(o, n *budget.PUB) bool {
 	if !equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
 		o.Annotations[budget.AnnotationPUBProtectOperations] != n.Annotations[budget.AnnotationPUBProtectOperations] {
 		return true
@@ -184,9 +183,9 @@ func pubMayFree(o, n *kruisepolicy.PodUnavailableBudget) bool {
 
 // watchBudgetInformers is watchBudgets on the PDB informer of factory and,
 // once the budget cache takes PUBs into account (at start, or later when
-// their API becomes served), the PUB informer of kf. Both are the informers
-// the cache registered, so no new watch starts.
-func (pl *BudgetAwarePreemption) watchBudgetInformers(ctx context.Context, factory informers.SharedInformerFactory, kf kruiseinformers.SharedInformerFactory) error {
+// their API becomes served), the cache's PUB informer. Both are the
+// informers the cache reads, so no new watch starts.
+func (pl *BudgetAwarePreemption) watchBudgetInformers(ctx context.Context, factory informers.SharedInformerFactory) error {
 	if err := pl.watchBudgets(ctx, factory.Policy().V1().PodDisruptionBudgets().Informer(), nil); err != nil {
 		return err
 	}
@@ -203,11 +202,8 @@ func (pl *BudgetAwarePreemption) watchBudgetInformers(ctx context.Context, facto
 			}
 		}
 	}
-	if kf == nil {
-		return nil
-	}
 	pl.budgets.OnPUBSupport(func() {
-		if err := pl.watchBudgets(ctx, nil, kf.Policy().V1alpha1().PodUnavailableBudgets().Informer()); err != nil {
+		if err := pl.watchBudgets(ctx, nil, pl.budgets.PUBInformer()); err != nil {
 			klog.FromContext(ctx).Error(err, "Preemptors blocked by PodUnavailableBudgets wait for the scheduling queue's periodic flush: cannot watch PodUnavailableBudgets")
 		}
 	})

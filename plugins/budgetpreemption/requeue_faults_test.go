@@ -53,7 +53,7 @@ func apiRefusesEnv(t *testing.T) (*env, *refusingHandle, *evictionServer, *v1.Po
 	srv, cs := serveEvictions(t, "web-0")
 	h := &refusingHandle{Handle: e.fw, cs: cs, activated: make(chan map[string]*v1.Pod, 10)}
 	e.pl.fh = h
-	if err := e.pl.watchBudgetInformers(e.ctx, e.fw.SharedInformerFactory(), nil); err != nil {
+	if err := e.pl.watchBudgetInformers(e.ctx, e.fw.SharedInformerFactory()); err != nil {
 		t.Fatal(err)
 	}
 	return e, h, srv, p

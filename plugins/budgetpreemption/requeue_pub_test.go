@@ -60,7 +60,7 @@ func TestPreemptorRequeuedWhenPUBFreesAfterPUBSupportTurnedOnLate(t *testing.T) 
 	}
 	h := &activatorHandle{activated: make(chan map[string]*v1.Pod, 10)}
 	pl := &BudgetAwarePreemption{fh: h, budgets: c, blocked: newBlockedPreemptors()}
-	if err := pl.watchBudgetInformers(ctx, factory, kf); err != nil {
+	if err := pl.watchBudgetInformers(ctx, factory); err != nil {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())

@@ -125,7 +125,7 @@ func TestPreemptorRequeuedWhenBudgetFrees(t *testing.T) {
 	e := newEnv(t, nil, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 4, 3, 1).Obj()})
 	h := &activatorHandle{Handle: e.fw, activated: make(chan map[string]*v1.Pod, 10)}
 	e.pl.fh = h
-	if err := e.pl.watchBudgetInformers(e.ctx, e.fw.SharedInformerFactory(), nil); err != nil {
+	if err := e.pl.watchBudgetInformers(e.ctx, e.fw.SharedInformerFactory()); err != nil {
 		t.Fatal(err)
 	}
 

@@ -29,8 +29,9 @@ import (
 // sharedBudgets is what every profile on one informer factory shares.
 type sharedBudgets struct {
 	cache *budget.Cache
-	// kruise is the Kruise informer factory of PodUnavailableBudgets, nil
-	// when the handle has no kubeconfig.
+	// kruise is the Kruise informer factory of v1alpha1
+	// PodUnavailableBudgets (the cache reads v1beta1 itself where served),
+	// nil when the handle has no kubeconfig.
 	kruise kruiseinformers.SharedInformerFactory
 	// kruiseClient writes PUB disruption records (nil without a
 	// kubeconfig).
@@ -69,9 +70,14 @@ func newSharedBudgets(ctx context.Context, fh fwk.Handle, factory informers.Shar
 		if err != nil {
 			return nil, fmt.Errorf("%s: creating the Kruise client: %w", Name, err)
 		}
+		beta, err := budget.NewPUBv1beta1Client(kruiseConfig(cfg))
+		if err != nil {
+			return nil, fmt.Errorf("%s: creating the PodUnavailableBudget v1beta1 client: %w", Name, err)
+		}
 		sh.kruise = kruiseinformers.NewSharedInformerFactory(kc, 0)
 		sh.kruiseClient = kc
 		opts.KruiseInformers = sh.kruise
+		opts.PUBv1beta1 = &budget.PUBv1beta1Source{Client: beta}
 		opts.Discovery = fh.ClientSet().Discovery()
 	}
 	c, err := budget.New(ctx, factory, opts)

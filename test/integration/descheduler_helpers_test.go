@@ -32,6 +32,7 @@ import (
 	"github.com/budgetguard/budgetguard/internal/faults"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
+	"github.com/budgetguard/budgetguard/plugins/budget"
 	"github.com/budgetguard/budgetguard/plugins/budgetevictor"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
@@ -116,6 +117,13 @@ func deschedulerServer(t *testing.T, policy, userAgent string, failFirst int) (*
 					return kc, disc, nil
 				}
 				return cp.KruiseClient, cp.Client.Discovery(), nil
+			},
+			PUBv1beta1: func() (rest.Interface, error) {
+				cfg := rest.AddUserAgent(rest.CopyConfig(cp.Config), deschedulerUserAgent)
+				if inj := clientFaults.Load(); inj != nil {
+					cfg = inj.WrapConfig(cfg)
+				}
+				return budget.NewPUBv1beta1Client(cfg)
 			},
 			Workloads: func() (kubernetes.Interface, error) { return cp.Client, nil },
 		})

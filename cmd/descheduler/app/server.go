@@ -41,7 +41,7 @@ func NewDeschedulerCommand(out io.Writer) *cobra.Command {
 		if err := stockPreRun(c, args); err != nil {
 			return err
 		}
-		budgetevictor.Register(pluginregistry.PluginRegistry, budgetevictor.Options{Kruise: kruiseFromFlags(c), Workloads: workloadsFromFlags(c)})
+		budgetevictor.Register(pluginregistry.PluginRegistry, budgetevictor.Options{Kruise: kruiseFromFlags(c), PUBv1beta1: pubV1beta1FromFlags(c), Workloads: workloadsFromFlags(c)})
 		return nil
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error {
@@ -129,6 +129,18 @@ func kruiseFromFlags(c *cobra.Command) budgetevictor.KruiseClients {
 			return nil, nil, fmt.Errorf("building a discovery client: %w", err)
 		}
 		return kc, disc, nil
+	}
+}
+
+// pubV1beta1FromFlags builds the client of policy.kruise.io/v1beta1
+// PodUnavailableBudgets of the cluster the flags name.
+func pubV1beta1FromFlags(c *cobra.Command) func() (rest.Interface, error) {
+	return func() (rest.Interface, error) {
+		cfg, err := restConfigFromFlags(c)
+		if err != nil {
+			return nil, err
+		}
+		return budget.NewPUBv1beta1Client(cfg)
 	}
 }
 
