@@ -39,6 +39,12 @@ const (
 	FindingPDBAndPUB            FindingCode = "PDBAndPUB"
 	FindingMultiplePUBs         FindingCode = "MultiplePUBs"
 	FindingStaleStatus          FindingCode = "StaleStatus"
+	// FindingPDBAndPUBDisagree: a PDB and a PUB cover the same pods but
+	// not alike (other thresholds, or pods the PUB leaves unprotected).
+	FindingPDBAndPUBDisagree FindingCode = "PDBAndPUBDisagree"
+	// FindingDeprecatedAnnotation: a PUB, or a pod under one, carries an
+	// annotation OpenKruise has replaced (PUB v1beta1).
+	FindingDeprecatedAnnotation FindingCode = "DeprecatedAnnotation"
 )
 
 const (
@@ -104,6 +110,14 @@ func (c *Cache) Lint(in LintInput) []Finding {
 		g.pods = append(g.pods, pod)
 	}
 
+	pdbByKey := map[budgetKey]*policyv1.PodDisruptionBudget{}
+	for _, p := range in.PDBs {
+		pdbByKey[keyOf(pdbRef(p))] = p
+	}
+	pubByKey := map[budgetKey]*PUB{}
+	for _, p := range in.PUBs {
+		pubByKey[keyOf(pubRef(p))] = p
+	}
 	for _, pod := range in.Pods {
 		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed || pod.DeletionTimestamp != nil {
 			continue
@@ -127,6 +141,11 @@ func (c *Cache) Lint(in LintInput) []Finding {
 		if len(pdbs) > 0 && len(pubs) > 0 {
 			addGroup(FindingPDBAndPUB, append(pdbRefs, pubRefs...), pod)
 		}
+		for _, p := range pubs {
+			if deprecatedPodAnnotations(pod, p) != "" {
+				addGroup(FindingDeprecatedAnnotation, []BudgetRef{pubRef(p)}, pod)
+			}
+		}
 	}
 	for _, g := range groups {
 		f := Finding{Code: g.code, Severity: SeverityWarning}
@@ -145,6 +164,16 @@ func (c *Cache) Lint(in LintInput) []Finding {
 			f.Message = fmt.Sprintf("%d pods are covered by a PodDisruptionBudget and a PodUnavailableBudget (%s); every disruption must satisfy both",
 				len(g.pods), names)
 			f.Fix = "protect the pods with one kind of budget, unless both are meant"
+			if why := disagreement(g.budgets, g.pods, pdbByKey, pubByKey); why != "" {
+				f.Code = FindingPDBAndPUBDisagree
+				f.Message = fmt.Sprintf("%d pods are covered by a PodDisruptionBudget and a PodUnavailableBudget (%s) that disagree: %s; the stricter one decides each disruption, and the Eviction API, OpenKruise and cluster-autoscaler each know only some of them",
+					len(g.pods), names, why)
+				f.Fix = "give both budgets the same threshold and the same pods, or protect the pods with one kind of budget"
+			}
+		case FindingDeprecatedAnnotation:
+			f.Message = fmt.Sprintf("%d pods under %s carry annotations OpenKruise has replaced: %s",
+				len(g.pods), names, deprecatedPodAnnotations(g.pods[0], pubByKey[keyOf(g.budgets[0])]))
+			f.Fix = "select the pods to leave unprotected with the PUB's spec.ignoredPodSelector (policy.kruise.io/v1beta1); let OpenKruise's webhook write pub.kruise.io/related-pub"
 		}
 		f.Objects, f.More = objects(g.budgets, g.pods)
 		out = append(out, f)
@@ -274,7 +303,79 @@ func (c *Cache) lintPUB(pub *PUB, pods []*v1.Pod) []Finding {
 	if len(pods) == 0 && c.PUBEnabled() {
 		one(FindingSelectsNoPods, SeverityWarning, "check the selector or targetRef against the pods, or delete the PUB", "covers no pod")
 	}
+	var old []string
+	for _, a := range []struct{ annotation, field string }{
+		{AnnotationPUBProtectOperations, "spec.protectOperations"},
+		{AnnotationPUBProtectTotalReplicas, "spec.protectTotalReplicas"},
+	} {
+		if _, ok := pub.Annotations[a.annotation]; ok {
+			old = append(old, fmt.Sprintf("annotation %s (now %s)", a.annotation, a.field))
+		}
+	}
+	if len(old) > 0 {
+		one(FindingDeprecatedAnnotation, SeverityWarning,
+			"write the PUB at policy.kruise.io/v1beta1 with the spec fields and drop the annotations; where both are set, the field decides",
+			"written for an older OpenKruise: %s", strings.Join(old, ", "))
+	}
 	return out
+}
+
+// deprecatedPodAnnotations names the annotations of pod, covered by pub,
+// that OpenKruise has replaced, or "".
+func deprecatedPodAnnotations(pod *v1.Pod, pub *PUB) string {
+	var old []string
+	if _, ok := pod.Annotations[AnnotationPUBNoProtect]; ok {
+		old = append(old, AnnotationPUBNoProtect+" (now the PUB's spec.ignoredPodSelector)")
+	}
+	if pub != nil && pod.Annotations[AnnotationPodRelatedPUB] == "" && pod.Annotations[AnnotationRelatedPUB] == pub.Name {
+		old = append(old, AnnotationRelatedPUB+" without "+AnnotationPodRelatedPUB)
+	}
+	return strings.Join(old, ", ")
+}
+
+// disagreement says how the PDB and the PUB among refs treat pods
+// differently, or "" when they agree: other thresholds, or pods the PUB
+// exempts (ignoredPodSelector, no-protect) that the PDB protects.
+func disagreement(refs []BudgetRef, pods []*v1.Pod, pdbs map[budgetKey]*policyv1.PodDisruptionBudget, pubs map[budgetKey]*PUB) string {
+	var pdb *policyv1.PodDisruptionBudget
+	var pub *PUB
+	for _, r := range refs {
+		switch r.Kind {
+		case KindPDB:
+			pdb = pdbs[keyOf(r)]
+		case KindPUB:
+			pub = pubs[keyOf(r)]
+		}
+	}
+	if pdb == nil || pub == nil {
+		return ""
+	}
+	var why []string
+	if a, b := threshold(pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable), threshold(pub.Spec.MinAvailable, pub.Spec.MaxUnavailable); a != b {
+		why = append(why, fmt.Sprintf("%s has %s, %s has %s", pdbRef(pdb), a, pubRef(pub), b))
+	}
+	exempt := 0
+	for _, p := range pods {
+		if ignored, err := pubIgnores(pub, p); pubNoProtect(p) || (err == nil && ignored) {
+			exempt++
+		}
+	}
+	if exempt > 0 {
+		why = append(why, fmt.Sprintf("%s leaves %d of them unprotected (ignoredPodSelector or %s)", pubRef(pub), exempt, AnnotationPUBNoProtect))
+	}
+	return strings.Join(why, "; ")
+}
+
+// threshold is a budget's spec as a person reads it; maxUnavailable takes
+// priority, as for both kinds.
+func threshold(minAvailable, maxUnavailable *intstr.IntOrString) string {
+	switch {
+	case maxUnavailable != nil:
+		return "maxUnavailable " + maxUnavailable.String()
+	case minAvailable != nil:
+		return "minAvailable " + minAvailable.String()
+	}
+	return "no threshold"
 }
 
 // neverAllows says why a PDB spec over n pods can never allow a

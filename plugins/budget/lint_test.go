@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
@@ -31,6 +32,9 @@ func lintOf(t *testing.T, objs ...any) []string {
 		case *kruisepolicy.PodUnavailableBudget:
 			p, _ := PUBOf(o)
 			in.PUBs = append(in.PUBs, p)
+			h.add(o)
+		case *PUB:
+			in.PUBs = append(in.PUBs, o)
 			h.add(o)
 		default:
 			h.add(o)
@@ -99,12 +103,28 @@ func TestLint(t *testing.T) {
 		{name: "stale PDB",
 			objs: []any{webPDB("web", oneLeft).Generation(3).ObservedGeneration(2).Obj(), webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()},
 			want: []string{"warning StaleStatus PodDisruptionBudget/web"}},
-		{name: "a PDB and a PUB over one pod",
-			objs: []any{webPDB("web", oneLeft).Obj(), pub("guard", oneLeft).MatchLabels("app", "web").Obj(), webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()},
+		{name: "a PDB and a PUB over one pod, alike",
+			objs: []any{webPDB("web", oneLeft).Obj(), pub("guard", oneLeft).MatchLabels("app", "web").MinAvailable(intstr.FromInt32(2)).Obj(), webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()},
 			want: []string{"warning PDBAndPUB PodDisruptionBudget/web,PodUnavailableBudget/guard,Pod/a,Pod/b,Pod/c"}},
+		{name: "a PDB and a PUB over one pod, with other thresholds",
+			objs: []any{webPDB("web", oneLeft).Obj(), pub("guard", oneLeft).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(2)).Obj(), webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()},
+			want: []string{"warning PDBAndPUBDisagree PodDisruptionBudget/web,PodUnavailableBudget/guard,Pod/a,Pod/b,Pod/c"}},
+		{name: "a PDB and a PUB over one pod, the PUB ignoring one",
+			objs: []any{webPDB("web", oneLeft).Obj(), betaPUB(t, pub("guard", oneLeft).MatchLabels("app", "web").MinAvailable(intstr.FromInt32(2)),
+				func(s *kruisebeta.PodUnavailableBudgetSpec) {
+					s.IgnoredPodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"track": "canary"}}
+				}), webPod("a").Label("track", "canary").Obj(), webPod("b").Obj(), webPod("c").Obj()},
+			want: []string{"warning PDBAndPUBDisagree PodDisruptionBudget/web,PodUnavailableBudget/guard,Pod/a,Pod/b,Pod/c"}},
 		{name: "two PUBs over one pod",
 			objs: []any{pub("one", oneLeft).MatchLabels("app", "web").Obj(), pub("two", oneLeft).Obj(), webPod("a").Annotation(AnnotationRelatedPUB, "two").Obj()},
-			want: []string{"warning MultiplePUBs PodUnavailableBudget/one,PodUnavailableBudget/two,Pod/a", "warning NilSelector PodUnavailableBudget/two"}},
+			want: []string{"warning DeprecatedAnnotation PodUnavailableBudget/two,Pod/a", "warning MultiplePUBs PodUnavailableBudget/one,PodUnavailableBudget/two,Pod/a", "warning NilSelector PodUnavailableBudget/two"}},
+		{name: "a PUB written for an older OpenKruise",
+			objs: []any{pub("guard", oneLeft).MatchLabels("app", "web").Annotation(AnnotationPUBProtectOperations, "DELETE").Obj(), webPod("a").Obj()},
+			want: []string{"warning DeprecatedAnnotation PodUnavailableBudget/guard"}},
+		{name: "pods opting out with the old annotation",
+			objs: []any{pub("guard", oneLeft).MatchLabels("app", "web").Obj(), webPod("a").Annotation(AnnotationPUBNoProtect, "true").Obj(),
+				webPod("b").Annotation(AnnotationPodRelatedPUB, "guard").Annotation(AnnotationRelatedPUB, "guard").Obj()},
+			want: []string{"warning DeprecatedAnnotation PodUnavailableBudget/guard,Pod/a"}},
 		{name: "PUB without selector or targetRef, PUB that covers nothing",
 			objs: []any{pub("none", oneLeft).Obj(), pub("empty", oneLeft).MatchLabels("app", "db").Obj(), webPod("a").Obj()},
 			want: []string{"warning NilSelector PodUnavailableBudget/none", "warning SelectsNoPods PodUnavailableBudget/empty"}},
