@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/budgetguard/budgetguard/internal/scenario"
 )
@@ -52,9 +53,28 @@ func (r *run) editorFor(kind, namespace string) (editor, error) {
 	case "PodDisruptionBudget":
 		return editorOf(c.PolicyV1().PodDisruptionBudgets(namespace)), nil
 	case "PodUnavailableBudget":
-		return editorOf(r.kruise.PolicyV1alpha1().PodUnavailableBudgets(namespace)), nil
+		if r.pubBeta == nil {
+			return editorOf(r.kruise.PolicyV1alpha1().PodUnavailableBudgets(namespace)), nil
+		}
+		// At v1beta1, the stored version: a patch through v1alpha1 would
+		// drop the fields only v1beta1 has. A merge patch of the fields
+		// both versions share reads the same in either.
+		return restEditor(r.pubBeta, "podunavailablebudgets", namespace), nil
 	}
 	return editor{}, fmt.Errorf("kind %q cannot be deleted or patched", kind)
+}
+
+// restEditor edits objects of resource in namespace through a REST client
+// of their group and version.
+func restEditor(c rest.Interface, resource, namespace string) editor {
+	return editor{
+		del: func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+			return c.Delete().Namespace(namespace).Resource(resource).Name(name).Body(&opts).Do(ctx).Error()
+		},
+		patch: func(ctx context.Context, name string, data []byte) error {
+			return c.Patch(types.MergePatchType).Namespace(namespace).Resource(resource).Name(name).Body(data).Do(ctx).Error()
+		},
+	}
 }
 
 // deleteObject carries out a delete step.

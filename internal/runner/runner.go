@@ -18,6 +18,7 @@ import (
 	"github.com/budgetguard/budgetguard/internal/report"
 	"github.com/budgetguard/budgetguard/internal/scenario"
 	"github.com/budgetguard/budgetguard/manifests"
+	"github.com/budgetguard/budgetguard/plugins/budget"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -52,6 +53,8 @@ type run struct {
 	progress io.Writer
 	client   kubernetes.Interface
 	kruise   kruiseclientset.Interface
+	// pubBeta is a client of policy.kruise.io/v1beta1.
+	pubBeta rest.Interface
 	// deschedulerClient is the descheduler's client; policyPath its
 	// checked policy file, which policySource names in errors.
 	deschedulerClient kubernetes.Interface
@@ -302,6 +305,9 @@ func (r *run) newClients(config *rest.Config) error {
 	}
 	if r.kruise, err = kruiseclientset.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("runner kruise client: %w", err)
+	}
+	if r.pubBeta, err = budget.NewPUBv1beta1Client(cfg); err != nil {
+		return fmt.Errorf("runner PodUnavailableBudget v1beta1 client: %w", err)
 	}
 	dcfg := rest.AddUserAgent(rest.CopyConfig(config), deschedulerUserAgent)
 	// The descheduler's loop posts its evictions in bursts.

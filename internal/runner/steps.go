@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"strings"
 	"time"
 
@@ -95,6 +96,8 @@ func (r *run) create(ctx context.Context, obj runtime.Object) error {
 		_, err = r.client.PolicyV1().PodDisruptionBudgets(namespaceOf(o)).Create(ctx, o, create)
 	case *kruisepolicy.PodUnavailableBudget:
 		_, err = r.kruise.PolicyV1alpha1().PodUnavailableBudgets(namespaceOf(o)).Create(ctx, o, create)
+	case *kruisebeta.PodUnavailableBudget:
+		err = r.pubBeta.Post().Namespace(namespaceOf(o)).Resource("podunavailablebudgets").Body(o).Do(ctx).Error()
 	default:
 		return fmt.Errorf("cannot create a %T", obj)
 	}

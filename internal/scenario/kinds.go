@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 )
 
 // kindInfo is one kind a scenario may hold.
@@ -45,6 +47,8 @@ var supportedKinds = []kindInfo{
 		newObject: func() runtime.Object { return &policyv1.PodDisruptionBudget{} }},
 	{gvk: kruisepolicyv1alpha1.GroupVersion.WithKind("PodUnavailableBudget"), namespaced: true,
 		newObject: func() runtime.Object { return &kruisepolicyv1alpha1.PodUnavailableBudget{} }},
+	{gvk: kruisebeta.GroupVersion.WithKind("PodUnavailableBudget"), namespaced: true,
+		newObject: func() runtime.Object { return &kruisebeta.PodUnavailableBudget{} }},
 }
 
 // SupportedKinds returns the apiVersion and kind of every manifest a

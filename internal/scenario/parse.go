@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"fmt"
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"os"
 	"path/filepath"
 
@@ -177,8 +178,11 @@ func parseManifest(c *collector, d document) (Object, bool) {
 	if k.template != nil {
 		checkReadinessAnnotation(de, "spec.template.metadata", k.template(obj).Annotations, true)
 	}
-	if pub, ok := obj.(*kruisepolicyv1alpha1.PodUnavailableBudget); ok {
+	switch pub := obj.(type) {
+	case *kruisepolicyv1alpha1.PodUnavailableBudget:
 		checkPUB(de, pub)
+	case *kruisebeta.PodUnavailableBudget:
+		checkPUBv1beta1(de, pub)
 	}
 	if c.total != before {
 		return Object{}, false

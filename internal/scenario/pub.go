@@ -9,9 +9,12 @@ import (
 	kruisepolicyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 )
 
 // The sandbox installs the PodUnavailableBudget CRD but not OpenKruise's
@@ -126,6 +129,45 @@ func checkIntOrPercent(de *docErrors, field string, v intstr.IntOrString) {
 	}
 }
 
+// checkPUBv1beta1 checks a PodUnavailableBudget of policy.kruise.io/v1beta1
+// as the webhook does (validatePodUnavailableBudgetSpec): what v1alpha1
+// has, then the fields v1beta1 adds.
+func checkPUBv1beta1(de *docErrors, pub *kruisebeta.PodUnavailableBudget) {
+	// The fields both versions have, and the annotations as written.
+	shared := pub.DeepCopy()
+	shared.Spec.ProtectOperations, shared.Spec.ProtectTotalReplicas = nil, nil
+	alpha := kruisebeta.ToV1alpha1(shared)
+	alpha.Annotations = pub.Annotations
+	checkPUB(de, alpha)
+	for i, op := range pub.Spec.ProtectOperations {
+		if !kruisebeta.ValidOperation(op) {
+			de.field(fmt.Sprintf("spec.protectOperations[%d]", i), "unsupported operation %q: want one of DELETE, UPDATE, EVICT, RESIZE", op)
+		}
+	}
+	if n := pub.Spec.ProtectTotalReplicas; n != nil && *n < 1 {
+		de.field("spec.protectTotalReplicas", "%d: want at least 1", *n)
+	}
+	if sel := pub.Spec.IgnoredPodSelector; sel != nil {
+		if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+			de.field("spec.ignoredPodSelector", "empty: OpenKruise does not accept a selector that ignores every pod; set matchLabels or matchExpressions, or leave it out")
+		} else if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			de.field("spec.ignoredPodSelector", "%v", err)
+		}
+	}
+}
+
+// pubOf returns o's PUB in the v1alpha1 shape, for the checks both versions
+// share; false when o is no PUB.
+func pubOf(o runtime.Object) (*kruisepolicyv1alpha1.PodUnavailableBudget, bool) {
+	switch p := o.(type) {
+	case *kruisepolicyv1alpha1.PodUnavailableBudget:
+		return p, true
+	case *kruisebeta.PodUnavailableBudget:
+		return kruisebeta.ToV1alpha1(p), true
+	}
+	return nil, false
+}
+
 // checkPUBConflicts reports a PUB that the webhook would refuse because an
 // earlier one in its namespace already covers the same pods: the same
 // targetRef (group, kind and name), or selectors that overlap as the
@@ -135,7 +177,7 @@ func checkIntOrPercent(de *docErrors, field string, v intstr.IntOrString) {
 func checkPUBConflicts(c *collector, s *Scenario, applyStep map[string]int) {
 	var pubs []Object
 	for _, o := range s.Objects {
-		if _, ok := o.Object.(*kruisepolicyv1alpha1.PodUnavailableBudget); !ok {
+		if _, ok := pubOf(o.Object); !ok {
 			continue
 		}
 		if _, applied := applyStep[o.Phase]; applied {
@@ -144,9 +186,9 @@ func checkPUBConflicts(c *collector, s *Scenario, applyStep map[string]int) {
 	}
 	slices.SortStableFunc(pubs, func(a, b Object) int { return applyStep[a.Phase] - applyStep[b.Phase] })
 	for i, o := range pubs {
-		pub := o.Object.(*kruisepolicyv1alpha1.PodUnavailableBudget)
+		pub, _ := pubOf(o.Object)
 		for _, earlier := range pubs[:i] {
-			other := earlier.Object.(*kruisepolicyv1alpha1.PodUnavailableBudget)
+			other, _ := pubOf(earlier.Object)
 			if other.Namespace != pub.Namespace || other.Name == pub.Name {
 				continue
 			}

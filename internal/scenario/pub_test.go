@@ -53,6 +53,45 @@ func TestParsePUBValid(t *testing.T) {
 	}
 }
 
+// pubBeta is pub at policy.kruise.io/v1beta1.
+func pubBeta(name, meta, spec string) string {
+	return strings.Replace(pub(name, meta, spec), "policy.kruise.io/v1alpha1", "policy.kruise.io/v1beta1", 1)
+}
+
+// TestParsePUBv1beta1: a scenario may hold PUBs of either version, checked
+// as OpenKruise's webhook checks them, and the conflicts between PUBs span
+// both.
+func TestParsePUBv1beta1(t *testing.T) {
+	const object = "PodUnavailableBudget shop/web"
+	s, err := Parse([]byte(manifestsWith(nsShop, rsWeb, pubBeta("web", "", targetWeb+maxOne+
+		"  protectOperations: [DELETE, EVICT]\n  protectTotalReplicas: 3\n  ignoredPodSelector: {matchLabels: {track: canary}}\n"))), "x.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Objects[2].GVK.Version; got != "v1beta1" {
+		t.Errorf("the PUB parsed as version %q, want v1beta1", got)
+	}
+	one := func(spec string) string { return manifestsWith(nsShop, rsWeb, pubBeta("web", "", targetWeb+maxOne+spec)) }
+	for _, tc := range []struct {
+		name  string
+		input string
+		want  []want
+	}{
+		{"unknown protected operation", one("  protectOperations: [DELETE, KILL]\n"),
+			[]want{{3, object, "spec.protectOperations[1]", 0, `unsupported operation "KILL": want one of DELETE, UPDATE, EVICT, RESIZE`}}},
+		{"protectTotalReplicas 0", one("  protectTotalReplicas: 0\n"),
+			[]want{{3, object, "spec.protectTotalReplicas", 0, "0: want at least 1"}}},
+		{"empty ignoredPodSelector", one("  ignoredPodSelector: {}\n"),
+			[]want{{3, object, "spec.ignoredPodSelector", 0, "empty: OpenKruise does not accept a selector that ignores every pod"}}},
+		{"unknown field", one("  ignoredPods: [a]\n"),
+			[]want{{3, object, "spec.ignoredPods", 0, "unknown field"}}},
+		{"a v1alpha1 and a v1beta1 PUB over the same pods", manifestsWith(nsShop, rsWeb, pub("web", "", targetWeb+maxOne), pubBeta("web2", "", targetWeb+maxOne)),
+			[]want{{4, "PodUnavailableBudget shop/web2", "spec.targetRef", 0, "covers the pods of document 3 (PodUnavailableBudget shop/web)"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { expectProblems(t, tc.input, tc.want) })
+	}
+}
+
 func TestParsePUBInvalid(t *testing.T) {
 	const object = "PodUnavailableBudget shop/web"
 	// Documents: 0 header, 1 Namespace shop, 2 ReplicaSet shop/web, 3 the PUB.

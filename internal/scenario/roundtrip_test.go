@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,6 +91,15 @@ func roundTripObjects() []runtime.Object {
 			Spec: kruisepolicyv1alpha1.PodUnavailableBudgetSpec{
 				TargetReference: &kruisepolicyv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"},
 				MinAvailable:    ptr.To(intstr.FromString("50%")),
+			}},
+		&kruisebeta.PodUnavailableBudget{TypeMeta: typeMeta(kruisebeta.GroupVersion.WithKind("PodUnavailableBudget")),
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+			Spec: kruisebeta.PodUnavailableBudgetSpec{
+				Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				MaxUnavailable:       ptr.To(intstr.FromInt32(1)),
+				ProtectOperations:    []kruisebeta.PubOperation{kruisebeta.PubEvictOperation, kruisebeta.PubResizeOperation},
+				ProtectTotalReplicas: ptr.To[int32](4),
+				IgnoredPodSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"track": "canary"}},
 			}},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 
@@ -32,6 +33,8 @@ type Env struct {
 	Client kubernetes.Interface
 	// Kruise is needed only by the PodUnavailableBudget helpers.
 	Kruise kruiseclientset.Interface
+	// Config is needed only by CreatePUBv1beta1.
+	Config *rest.Config
 }
 
 // New returns an Env that works through client.

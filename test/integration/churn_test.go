@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/audit"
 	"github.com/budgetguard/budgetguard/internal/faults"
 	"github.com/budgetguard/budgetguard/internal/testenv"
@@ -352,7 +353,17 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		env.CreateReplicaSet(t, c.ns, testobj.MakeReplicaSet().Name(name).Replicas(int32(cfg.replicas)).Template(tmpl))
 		if i < cfg.pubApps {
 			c.pubApps = append(c.pubApps, name)
-			testenv.Create(t, cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(c.ns), randomPUB(setupRNG, name))
+			// Every other PUB is written at v1beta1, OpenKruise's stored
+			// version, with the operations it protects in its spec.
+			pub := randomPUB(setupRNG, name)
+			pub.Namespace = c.ns
+			if len(c.pubApps)%2 == 0 {
+				env.CreatePUBv1beta1(t, pub, func(s *kruisebeta.PodUnavailableBudgetSpec) {
+					s.ProtectOperations = []kruisebeta.PubOperation{kruisebeta.PubDeleteOperation, kruisebeta.PubEvictOperation, kruisebeta.PubUpdateOperation}
+				})
+			} else {
+				testenv.Create(t, cp.KruiseClient.PolicyV1alpha1().PodUnavailableBudgets(c.ns), pub)
+			}
 			continue
 		}
 		c.pdbApps = append(c.pdbApps, name)

@@ -76,7 +76,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: start the sandbox control plane: %v\n", err)
 		return 1
 	}
-	env = testenv.New(cp.Client).WithKruise(cp.KruiseClient)
+	env = testenv.New(cp.Client).WithKruise(cp.KruiseClient).WithConfig(cp.Config)
 	fmt.Printf("sandbox control plane started in %s\n", time.Since(began).Round(time.Millisecond))
 
 	code := m.Run()
