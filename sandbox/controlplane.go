@@ -60,9 +60,10 @@ type Options struct {
 	// (through their ReplicaSets), ReplicaSets, StatefulSets and
 	// ReplicationControllers by owner UID.
 	//
-	// OpenKruise's webhook is simulated apart (see DisablePUBWebhook). It
-	// checks no in-place update or sidecar consistency, and resolves no other workload kinds (their PUBs cover
-	// no pods). It reconciles at once on pod changes where OpenKruise
+	// OpenKruise's webhook is simulated apart (see DisablePUBWebhook). The
+	// status simulation checks no in-place update or sidecar consistency,
+	// and resolves no other workload kinds (their PUBs cover no pods). It
+	// reconciles at once on pod changes where OpenKruise
 	// waits 5s after a pod starts terminating. Start does not wait for its
 	// PUB cache; a PUB created right after Start gets its status once the
 	// cache has synced.
