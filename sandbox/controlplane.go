@@ -60,16 +60,39 @@ type Options struct {
 	// (through their ReplicaSets), ReplicaSets, StatefulSets and
 	// ReplicationControllers by owner UID.
 	//
-	// It does not simulate OpenKruise's webhook: nothing refuses an
-	// eviction or deletion because of a PUB, and nothing adds entries to
-	// disruptedPods or unavailablePods. It does not annotate pods with
-	// kruise.io/related-pub, checks no in-place update or sidecar
-	// consistency, and resolves no other workload kinds (their PUBs cover
-	// no pods). It reconciles at once on pod changes where OpenKruise
+	// OpenKruise's webhook is simulated apart (see DisablePUBWebhook). The
+	// status simulation checks no in-place update or sidecar consistency,
+	// and resolves no other workload kinds (their PUBs cover no pods). It
+	// reconciles at once on pod changes where OpenKruise
 	// waits 5s after a pod starts terminating. Start does not wait for its
 	// PUB cache; a PUB created right after Start gets its status once the
 	// cache has synced.
 	SimulatePUBStatus bool
+
+	// DisablePUBWebhook turns off the stand-in for OpenKruise's pod
+	// webhooks (kruise master 07169cfac), which runs whenever
+	// InstallPUBCRD is set. The stand-in serves HTTPS on a loopback port
+	// and registers, as kruise does, a MutatingWebhookConfiguration that
+	// ties each new pod to the first PUB (by name) that names its workload
+	// in spec.targetRef or selects it, with the annotations
+	// pub.kruise.io/related-pub and kruise.io/related-pub; and a
+	// ValidatingWebhookConfiguration for pod deletes and evictions (and
+	// updates, admitted unchecked as with kruise's default feature gates).
+	// For a pod that is Running and Ready and tied to a PUB, it re-reads the
+	// PUB and admits the operation free when the PUB desires no available
+	// pod, does not protect the operation (annotation
+	// kruise.io/pub-protect-operations) or already records the pod in
+	// status.disruptedPods or status.unavailablePods; else it records the
+	// pod in status.disruptedPods and lowers status.unavailableAllowed by
+	// one, with the PUB's resourceVersion, or, when unavailableAllowed is 0,
+	// refuses with kruise's 403: admission webhook "vpod.kb.io" (for an
+	// eviction "vpodeviction.kb.io") denied the request:
+	// podunavailablebudget.policy.kruise.io "<name>" is forbidden: pub
+	// unavailable allowed is negative. Dry-run requests record nothing.
+	// Pods created before their PUB are not tied to it, so it never
+	// protects them, as in a Kruise cluster. Turn it off for a cluster
+	// without Kruise's webhook.
+	DisablePUBWebhook bool
 
 	// PUBStatusSelector, when set, limits the PUB status simulation to the
 	// PUBs whose labels it matches; the others keep whatever status
@@ -154,6 +177,7 @@ type ControlPlane struct {
 	api     *apiServer
 	harness *harness
 	cluster *clusterControllers
+	webhook *pubWebhook
 	logs    logSetup
 	cancel  context.CancelFunc // stops the controllers and the kubelet
 	// apiCancel cancels kube-apiserver's parent context; tearDown stops it.
@@ -176,7 +200,8 @@ var (
 // Start starts embedded etcd, kube-apiserver, the disruption, ReplicaSet,
 // Deployment, StatefulSet, garbage-collector and namespace controllers and the
 // simulated kubelet, and installs the
-// PodUnavailableBudget CRD and simulates PUB status if opts ask for it. It
+// PodUnavailableBudget CRD, serves the PUB webhook and simulates PUB status
+// if opts ask for it. It
 // returns once all of them serve (the PUB status simulation syncs its cache
 // in the background), or stops what it started and returns an error.
 //
@@ -236,6 +261,11 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 			return nil, err
 		}
 		cp.RESTMapper.Reset()
+		if !opts.DisablePUBWebhook {
+			if cp.webhook, err = startPUBWebhook(logCtx, cp.Config, cp.logger.WithName("pub-webhook")); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -297,8 +327,8 @@ func (cp *ControlPlane) newClients(loopback *rest.Config) error {
 	return nil
 }
 
-// Stop stops the controllers and the kubelet, shuts the informers down, tears
-// kube-apiserver down, closes etcd and removes the temporary directory, in
+// Stop stops the controllers and the kubelet, shuts the informers down, stops
+// the PUB webhook, tears kube-apiserver down, closes etcd and removes the temporary directory, in
 // that order. It may be called more than once, also on a nil ControlPlane;
 // later calls return what the first returned. Another control plane may be
 // started once Stop has returned.
@@ -327,6 +357,9 @@ func (cp *ControlPlane) stop() error {
 	}
 	if cp.cluster != nil {
 		cp.cluster.shutdown()
+	}
+	if cp.webhook != nil {
+		cp.webhook.stop()
 	}
 	if cp.api != nil && cp.api.tearDown != nil {
 		cp.api.tearDown()

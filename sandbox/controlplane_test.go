@@ -35,6 +35,9 @@ func TestStartStopRestart(t *testing.T) {
 		t.Errorf("get namespace default: %v", err)
 	}
 	addrs := listenAddrs(t, first)
+	if first.webhook == nil {
+		t.Error("the PUB webhook does not run with DefaultOptions")
+	}
 
 	if err := first.Stop(); err != nil {
 		t.Errorf("Stop: %v", err)
@@ -77,10 +80,14 @@ func startControlPlane(ctx context.Context, t *testing.T, opts Options) *Control
 	return cp
 }
 
-// listenAddrs returns the host:port of kube-apiserver and etcd.
+// listenAddrs returns the host:port of kube-apiserver and etcd, and of the
+// PUB webhook when it runs.
 func listenAddrs(t *testing.T, cp *ControlPlane) []string {
 	t.Helper()
 	var addrs []string
+	if cp.webhook != nil {
+		addrs = append(addrs, cp.webhook.listener.Addr().String())
+	}
 	for _, raw := range []string{cp.Config.Host, cp.EtcdURL} {
 		u, err := url.Parse(raw)
 		if err != nil {

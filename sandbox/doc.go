@@ -5,6 +5,15 @@
 // integration tests and the cmd/sandbox binary use it to exercise disruption
 // budgets against the real apiserver and controllers, without a cluster.
 //
+// With the PodUnavailableBudget CRD installed, a stand-in for OpenKruise's
+// pod webhooks runs too (unless Options.DisablePUBWebhook): kube-apiserver
+// calls it over HTTPS on a loopback port, and it ties new pods to their PUB
+// and refuses, with kruise's 403, a delete or eviction that a PUB does not
+// allow, recording those it admits in the PUB's status.disruptedPods
+// (pubwebhook.go decides, pubwebhook_server.go and pubwebhook_handlers.go
+// serve). With Options.SimulatePUBStatus a stand-in for kruise's PUB status
+// controller writes the PUBs' status (pubstatus.go).
+//
 // Start brings everything up in one call and Stop tears it down again. Only one
 // control plane may run in a process at a time, because kube-apiserver changes
 // process-wide feature gates; one after another is fine.

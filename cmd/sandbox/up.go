@@ -37,7 +37,8 @@ func newUpCommand(stdout, stderr io.Writer) *cobra.Command {
 reporting the Kubernetes version the binary embeds, the disruption,
 ReplicaSet, Deployment, StatefulSet, namespace, garbage-collector and
 clusterrole aggregation controllers, a simulated kubelet, the
-PodUnavailableBudget CRD with a stand-in for OpenKruise's status controller)
+PodUnavailableBudget CRD with stand-ins for OpenKruise's status controller
+and pod webhooks)
 and keeps it running, so that kubectl, helm, bin/scheduler and
 bin/descheduler can be pointed at it.
 It creates --nodes Nodes, which the simulated kubelet makes Ready (4 CPUs,

@@ -26,7 +26,8 @@
 //     of the pod received in between, was carried out all the same: it is a
 //     disruption too, taking effect when the pod was seen going.
 //   - A refusal is such a request answered otherwise; 429 is a PDB refusal,
-//     500 several PDBs, 404 a pod that was gone.
+//     403 a PUB's (OpenKruise's webhook, or the sandbox's stand-in for it,
+//     denied the request), 500 several PDBs, 404 a pod that was gone.
 //   - A pod is healthy when its Ready condition is True, it has no
 //     deletionTimestamp, and no disruption of it has taken effect (below).
 //   - Budgets covering a pod, matched by the auditor itself (not by
@@ -65,9 +66,10 @@
 //     took effect before this one did (not those received before it).
 //     A disruption of a pod that a PUB's status records as disrupted
 //     (status.disruptedPods) is judged from the moment that record
-//     appeared, when it is at most 5 s older than the request: no API
-//     server checks a PUB, and the record, written before the request as
-//     OpenKruise's webhook writes it at admission, is the decision.
+//     appeared, when it is at most 5 s older than the request: the
+//     record, written before the request by the one who disrupts (or by
+//     OpenKruise's webhook at admission, while the request is under way),
+//     is the decision.
 //     A pod that changed less than 10 ms before the request was received
 //     counts, at that moment, as it was before the change: no component
 //     could have seen the change when it decided (informers deliver a write

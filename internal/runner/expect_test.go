@@ -18,6 +18,7 @@ func TestUnmet(t *testing.T) {
 			"InsufficientBudget":        {Min: 1, Max: -1},
 			"SafeToEvictFalse/filtered": {Min: 2, Max: 2},
 			"apiserver-429":             {Min: 0, Max: 0},
+			"apiserver-403":             {Min: 2, Max: 2},
 		},
 		Pods: &scenario.PodsExpectation{Pending: []string{"shop/big"}, Bound: []string{"shop/small", "shop/gone"}},
 	}}}
@@ -30,7 +31,8 @@ func TestUnmet(t *testing.T) {
 		},
 		Audit: audit.Result{
 			Disruptions: []audit.Disruption{{Pod: "a"}},
-			Refusals:    []audit.Refusal{{Code: 429}, {Code: 404}},
+			// An OpenKruise webhook's 403s count as the API server's.
+			Refusals: []audit.Refusal{{Code: 429}, {Code: 404}, {Code: 403}, {Code: 403}},
 		},
 		Pods: []report.Pod{{Namespace: "shop", Name: "big"}, {Namespace: "shop", Name: "small", Node: "n1"}},
 	}
@@ -49,6 +51,7 @@ func TestUnmet(t *testing.T) {
 	run.Audit.Violations = []audit.Violation{{}}
 	want = []string{
 		"expect.budgetguard.violations: want 0, got 1",
+		"expect.budgetguard.refusals[apiserver-403]: want 2, got 0",
 		"expect.budgetguard.pods.bound[1]: pod shop/gone is gone, want it bound",
 		"expect.budgetguard.pods.pending[0]: pod shop/big is bound to n1, want it Pending",
 	}

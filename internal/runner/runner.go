@@ -215,6 +215,9 @@ func (r *run) startControlPlane(ctx context.Context, dir string, verbose bool, t
 	// A stand-in for OpenKruise's PUB status controller, so that PUBs get
 	// the status budgetguard reads.
 	sbOpts.SimulatePUBStatus = true
+	// OpenKruise's webhook stands in front of PUB-protected pods unless
+	// the scenario runs a cluster without it.
+	sbOpts.DisablePUBWebhook = r.sc.DisablePUBWebhook
 	r.pubs = sbOpts.InstallPUBCRD
 	r.printf("starting the control plane")
 	cp, err := sandbox.Start(ctx, sbOpts)

@@ -30,6 +30,7 @@ type rawHeader struct {
 	Description string            `json:"description,omitempty"`
 	Scheduler   rawScheduler      `json:"scheduler"`
 	Descheduler rawDescheduler    `json:"descheduler"`
+	PUBWebhook  *bool             `json:"pubWebhook"`
 	Steps       []json.RawMessage `json:"steps"`
 	Expect      json.RawMessage   `json:"expect"`
 }
@@ -95,6 +96,7 @@ func parseHeader(s *Scenario, data []byte, baseDir string, d *docErrors) (applie
 	s.Description = h.Description
 	s.SchedulerConfig = resolveFile(d, "scheduler.config", h.Scheduler.Config, baseDir)
 	s.DeschedulerPolicy = resolveFile(d, "descheduler.policy", h.Descheduler.Policy, baseDir)
+	s.DisablePUBWebhook = h.PUBWebhook != nil && !*h.PUBWebhook
 	if len(h.Steps) == 0 {
 		d.field("steps", "required: at least one step, such as \"- apply: {phase: %s}\"", DefaultPhase)
 	}

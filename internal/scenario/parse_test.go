@@ -164,6 +164,8 @@ func TestParseInvalid(t *testing.T) {
 			[]want{{0, "Scenario", "steps", 0, "wrong type: got a mapping, want a list"}}},
 		{"scheduler config missing", scenarioWith(headerStart + "scheduler: {config: nope.yaml}\n" + applySetup),
 			[]want{{0, "Scenario", "scheduler.config", 0, `file "nope.yaml" (resolved relative to the scenario file as`}}},
+		{"pubWebhook not a bool", scenarioWith(headerStart + "pubWebhook: \"off\"\n" + applySetup),
+			[]want{{0, "Scenario", "pubWebhook", 0, "wrong type"}}},
 		{"descheduler policy is a directory", scenarioWith(headerStart + "descheduler: {policy: dir}\n" + applySetup),
 			[]want{{0, "Scenario", "descheduler.policy", 0, "is not a regular file"}}},
 		{"absolute scheduler config missing", scenarioWith(headerStart + "scheduler: {config: /nonexistent/sched.yaml}\n" + applySetup),
@@ -363,6 +365,7 @@ func TestParseValid(t *testing.T) {
   of text.
 scheduler: {config: sched.yaml}
 descheduler: {policy: policy.yaml}
+pubWebhook: false
 steps:
 - apply: {phase: setup}
 - wait:
@@ -396,8 +399,9 @@ steps:
 		t.Errorf("steps (-want,+got):\n%s", diff)
 	}
 	header := Scenario{Path: "x.yaml", Name: "t", Description: "Two lines\nof text.\n",
-		SchedulerConfig: filepath.Join(dir, "sched.yaml"), DeschedulerPolicy: filepath.Join(dir, "policy.yaml")}
-	got := Scenario{Path: s.Path, Name: s.Name, Description: s.Description, SchedulerConfig: s.SchedulerConfig, DeschedulerPolicy: s.DeschedulerPolicy}
+		SchedulerConfig: filepath.Join(dir, "sched.yaml"), DeschedulerPolicy: filepath.Join(dir, "policy.yaml"), DisablePUBWebhook: true}
+	got := Scenario{Path: s.Path, Name: s.Name, Description: s.Description, SchedulerConfig: s.SchedulerConfig, DeschedulerPolicy: s.DeschedulerPolicy,
+		DisablePUBWebhook: s.DisablePUBWebhook}
 	if diff := cmp.Diff(header, got); diff != "" {
 		t.Errorf("header (-want,+got):\n%s", diff)
 	}
@@ -485,6 +489,9 @@ func TestLoad(t *testing.T) {
 	}
 	if s.DeschedulerPolicy != "" {
 		t.Errorf("DeschedulerPolicy = %q, want \"\" (the shipped default)", s.DeschedulerPolicy)
+	}
+	if s.DisablePUBWebhook {
+		t.Error("DisablePUBWebhook = true without pubWebhook in the header, want false (the webhook runs by default)")
 	}
 
 	_, err = Load(filepath.Join(dir, "missing.yaml"))

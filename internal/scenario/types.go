@@ -40,6 +40,11 @@ type Scenario struct {
 	// manifests/descheduler/policy.yaml).
 	SchedulerConfig   string
 	DeschedulerPolicy string
+	// DisablePUBWebhook runs the control plane without its stand-in for
+	// OpenKruise's PUB webhook (header pubWebhook: false), as a cluster
+	// without Kruise's webhook: nothing in the API server enforces a
+	// PodUnavailableBudget then.
+	DisablePUBWebhook bool
 	Steps             []Step
 	// Expect is what each mode's run must show; nil when the header has no
 	// expect block.

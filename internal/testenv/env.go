@@ -66,9 +66,10 @@ func Create[T any](t testing.TB, c creator[T], obj T) T {
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // NewNamespace creates a namespace named after the test, with a random
-// suffix. Its Deployments, ReplicaSets, PDBs and pods, then the namespace,
-// are deleted when the test ends, owners first so that no controller
-// recreates the pods.
+// suffix. Its Deployments, ReplicaSets, PDBs, PUBs (with a Kruise client)
+// and pods, then the namespace, are deleted when the test ends, owners first
+// so that no controller recreates the pods, budgets before pods so that no
+// webhook refuses their deletion.
 func (e *Env) NewNamespace(t testing.TB) string {
 	t.Helper()
 	prefix := nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")
@@ -93,6 +94,14 @@ func (e *Env) deleteNamespace(t testing.TB, ns string) {
 		{"deployments", func() error { return c.AppsV1().Deployments(ns).DeleteCollection(ctx, now, all) }},
 		{"replicasets", func() error { return c.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, now, all) }},
 		{"pdbs", func() error { return c.PolicyV1().PodDisruptionBudgets(ns).DeleteCollection(ctx, now, all) }},
+		// Before the pods: the sandbox's stand-in for OpenKruise's webhook
+		// refuses to delete a Ready pod its PUB allows no more.
+		{"pubs", func() error {
+			if e.Kruise == nil {
+				return nil
+			}
+			return e.Kruise.PolicyV1alpha1().PodUnavailableBudgets(ns).DeleteCollection(ctx, now, all)
+		}},
 		{"pods", func() error { return c.CoreV1().Pods(ns).DeleteCollection(ctx, now, all) }},
 		{"namespace", func() error { return c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) }},
 	}

@@ -10,8 +10,10 @@ import (
 )
 
 // A PodUnavailableBudget that allows 1 unavailable pod limits the
-// descheduler to 1 eviction. There is no PDB, and no Kruise webhook in the
-// sandbox, so the API server lets the stock descheduler evict all 3.
+// descheduler to 1 eviction. There is no PDB, and the pods exist before the
+// PUB, so the sandbox's stand-in for Kruise's webhook, which ties a pod to
+// its PUB when the pod is created, does not protect them (nor would
+// Kruise's): the API server lets the stock descheduler evict all 3.
 func TestEvictorPodUnavailableBudget(t *testing.T) {
 	ns, sel, _ := setupUnderutilizedWith(t, nil, -1)
 	pub := env.CreatePUB(t, ns, testobj.MakePUB().Name("web").MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)))
@@ -28,7 +30,7 @@ func TestEvictorPodUnavailableBudget(t *testing.T) {
 }
 
 // The reference for TestEvictorPodUnavailableBudget: DefaultEvictor knows
-// nothing of PUBs.
+// nothing of PUBs, and no webhook protects pods created before their PUB.
 func TestDeschedulerDefaultEvictorIgnoresPUB(t *testing.T) {
 	ns, sel, _ := setupUnderutilizedWith(t, nil, -1)
 	env.CreatePUB(t, ns, testobj.MakePUB().Name("web").MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)))

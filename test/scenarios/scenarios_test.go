@@ -9,6 +9,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,7 @@ func TestEveryExampleScenarioIsTested(t *testing.T) {
 		"preemption-under-pdb.yaml":   true,
 		"crashloop-always-allow.yaml": true,
 		"pub-protected.yaml":          true,
+		"pub-without-webhook.yaml":    true,
 		"autoscaler-annotations.yaml": true,
 		"autoscaler-scale-up.yaml":    true,
 		"deschedule-twice-pub.yaml":   true,
@@ -188,17 +190,46 @@ func TestScenarioCrashloopAlwaysAllow(t *testing.T) {
 	}
 }
 
-// A PUB with no webhook to enforce it: upstream evicts 3 cart pods and breaks
-// it; budgetguard evicts the 1 it allows.
+// A PUB that OpenKruise's webhook enforces: upstream evicts 1 cart pod and
+// the API server refuses the other 2 with kruise's 403; budgetguard evicts
+// the 1 it allows and asks for no more.
 func TestScenarioPUBProtected(t *testing.T) {
 	up := run(t, "pub-protected.yaml", report.ModeUpstream)
+	if n := up.disruptions(audit.ComponentDescheduler, "cart-"); n != 1 {
+		t.Errorf("upstream: the descheduler evicted %d cart pods, want 1", n)
+	}
+	if n := up.apiRefusals(http.StatusForbidden, "cart-"); n != 2 {
+		t.Errorf("upstream: the API server refused %d evictions of cart pods with 403, want 2 (OpenKruise's webhook)", n)
+	}
+	if v := up.violations(); len(v) != 0 {
+		t.Errorf("upstream: violations %v, want none (the webhook enforces the PUB)", v)
+	}
+	bg := run(t, "pub-protected.yaml", report.ModeBudgetguard)
+	if n := bg.disruptions(audit.ComponentDescheduler, "cart-"); n != 1 {
+		t.Errorf("budgetguard: the descheduler evicted %d cart pods, want 1", n)
+	}
+	if n := bg.apiRefusals(http.StatusForbidden, "cart-"); n != 0 {
+		t.Errorf("budgetguard: the API server refused %d evictions of cart pods with 403, want 0", n)
+	}
+	if v := bg.violations(); len(v) != 0 {
+		t.Errorf("budgetguard: violations %v, want none", v)
+	}
+	if b, ok := bg.budget("PodUnavailableBudget", "shop", "cart"); !ok || !b.Met || b.LowestHealthy < b.Desired {
+		t.Errorf("budgetguard: PUB shop/cart summary %+v (found %v), want met and never below desired", b, ok)
+	}
+}
+
+// The same PUB with no webhook to enforce it: upstream evicts 3 cart pods
+// and breaks it; budgetguard evicts the 1 it allows.
+func TestScenarioPUBWithoutWebhook(t *testing.T) {
+	up := run(t, "pub-without-webhook.yaml", report.ModeUpstream)
 	if n := up.disruptions(audit.ComponentDescheduler, "cart-"); n != 3 {
 		t.Errorf("upstream: the descheduler evicted %d cart pods, want 3", n)
 	}
 	if v := up.violations(); len(v) == 0 || !strings.Contains(strings.Join(v, " "), "PodUnavailableBudget/shop/cart") {
 		t.Errorf("upstream: violations %v, want PodUnavailableBudget shop/cart broken", v)
 	}
-	bg := run(t, "pub-protected.yaml", report.ModeBudgetguard)
+	bg := run(t, "pub-without-webhook.yaml", report.ModeBudgetguard)
 	if n := bg.disruptions(audit.ComponentDescheduler, "cart-"); n != 1 {
 		t.Errorf("budgetguard: the descheduler evicted %d cart pods, want 1", n)
 	}
@@ -214,12 +245,16 @@ func TestScenarioPUBProtected(t *testing.T) {
 // client: the eviction gate decides on the second step's cache, so the PUB
 // created between the steps holds (1 eviction). Bound to the first step's
 // stopped cache, the gate let all 3 through and the PUB broke, as upstream's
-// does. Only the budgetguard run: upstream's is the reference of
+// does; with OpenKruise's webhook in front, such a gate meets 403s instead.
+// Only the budgetguard run: upstream's is the reference of
 // pub-protected.yaml.
 func TestScenarioDescheduleTwicePUB(t *testing.T) {
 	bg := run(t, "deschedule-twice-pub.yaml", report.ModeBudgetguard)
 	if n := bg.disruptions(audit.ComponentDescheduler, "cart-"); n != 1 {
 		t.Errorf("budgetguard: the descheduler evicted %d cart pods, want 1", n)
+	}
+	if n := bg.apiRefusals(http.StatusForbidden, "cart-"); n != 0 {
+		t.Errorf("budgetguard: the API server refused %d evictions of cart pods with 403, want 0 (the gate asked for more than the PUB allows)", n)
 	}
 	if v := bg.violations(); len(v) != 0 {
 		t.Errorf("budgetguard: violations %v, want none", v)
