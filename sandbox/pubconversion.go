@@ -20,10 +20,10 @@ import (
 // openkruise/kruise, through apis/kruise/policy/v1beta1): the v1alpha1
 // annotations kruise.io/pub-protect-operations and
 // pub.kruise.io/protect-total-replicas become the v1beta1 spec fields and
-// back, and spec.ignoredPodSelector, which v1alpha1 cannot hold, is lost on
-// the way to v1alpha1, as in a cluster with OpenKruise. A client that
-// writes a PUB through v1alpha1 then erases it; budgetguard writes in the
-// version it reads.
+// back; spec.ignoredPodSelector, which v1alpha1 cannot hold, is not in a
+// v1alpha1 read, as in a cluster with OpenKruise. (A v1alpha1 update, of the
+// spec or the status, was seen to keep it in the stored object: kube-apiserver
+// 1.36, TestPUBv1beta1IsPreferred.)
 
 // pubConversionPath is where the webhook server answers ConversionReviews.
 const pubConversionPath = "/convert-podunavailablebudget"

@@ -26,6 +26,12 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	kruisev1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 )
 
 // This file serves pubwebhook.go's decisions to kube-apiserver over HTTPS
@@ -77,6 +83,8 @@ type pubWebhook struct {
 	locks sync.Map // PUB namespace/name -> *sync.Mutex, kruise's per-PUB lock
 
 	mutateProbed, validateProbed atomic.Bool
+	// converted: kube-apiserver called the PUB conversion (pubconversion.go).
+	converted atomic.Bool
 }
 
 // startPUBWebhook starts the webhook server on a loopback port with a new
@@ -107,6 +115,10 @@ func startPUBWebhook(ctx context.Context, cfg *rest.Config, logger klog.Logger) 
 	mux := http.NewServeMux()
 	mux.HandleFunc(pubWebhookValidatePath, w.serve(w.validate))
 	mux.HandleFunc(pubWebhookMutatePath, w.serve(w.mutate))
+	mux.HandleFunc(pubConversionPath, func(rw http.ResponseWriter, r *http.Request) {
+		w.converted.Store(true)
+		servePUBConversion(rw, r)
+	})
 	w.server = &http.Server{
 		Handler:           mux,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
@@ -128,6 +140,9 @@ func startPUBWebhook(ctx context.Context, cfg *rest.Config, logger klog.Logger) 
 		return nil, err
 	}
 	if err := w.waitCalled(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.convertPUBs(ctx, webhookCfg); err != nil {
 		return nil, err
 	}
 	logger.V(1).Info("Serving a PodUnavailableBudget webhook, as OpenKruise's", "address", w.listener.Addr().String())
@@ -226,6 +241,55 @@ func (w *pubWebhook) waitCalled(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("PUB webhook: kube-apiserver did not call it within %s (mutating called: %t, validating called: %t): %w",
 			pubWebhookTimeout, w.mutateProbed.Load(), w.validateProbed.Load(), err)
+	}
+	return nil
+}
+
+// convertPUBs makes kube-apiserver convert PodUnavailableBudgets between
+// v1alpha1 and v1beta1 through this server, as OpenKruise's conversion
+// webhook does (pubconversion.go), and waits until it does: a dry-run
+// create at v1alpha1 is converted to the stored v1beta1.
+func (w *pubWebhook) convertPUBs(ctx context.Context, cfg *rest.Config) error {
+	ext, err := apiextensionsclientset.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("PUB conversion: create client: %w", err)
+	}
+	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(ctx, PUBCRDName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig: &apiextensionsv1.WebhookClientConfig{
+					URL:      ptr.To("https://" + w.listener.Addr().String() + pubConversionPath),
+					CABundle: w.caBundle,
+				},
+				ConversionReviewVersions: []string{"v1"},
+			},
+		}
+		_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("PUB conversion: register it on CRD %s: %w", PUBCRDName, err)
+	}
+	probe := &kruisev1alpha1.PodUnavailableBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: pubWebhookProbeName, Namespace: metav1.NamespaceDefault},
+		Spec: kruisev1alpha1.PodUnavailableBudgetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{pubWebhookProbeAnnotation: "true"}},
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+		},
+	}
+	pubs := w.kruise.PolicyV1alpha1().PodUnavailableBudgets(metav1.NamespaceDefault)
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, pubWebhookTimeout, true, func(ctx context.Context) (bool, error) {
+		_, _ = pubs.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return w.converted.Load(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("PUB conversion: kube-apiserver did not call it within %s: %w", pubWebhookTimeout, err)
 	}
 	return nil
 }

@@ -71,7 +71,9 @@ func TestParsePUBv1beta1(t *testing.T) {
 	if got := s.Objects[2].GVK.Version; got != "v1beta1" {
 		t.Errorf("the PUB parsed as version %q, want v1beta1", got)
 	}
-	one := func(spec string) string { return manifestsWith(nsShop, rsWeb, pubBeta("web", "", targetWeb+maxOne+spec)) }
+	one := func(spec string) string {
+		return manifestsWith(nsShop, rsWeb, pubBeta("web", "", targetWeb+maxOne+spec))
+	}
 	for _, tc := range []struct {
 		name  string
 		input string

@@ -165,9 +165,9 @@ func UndoPUBRecords(ctx context.Context, client PUBStatusClient, recs []PUBRecor
 // PUBStatusClient reads a PodUnavailableBudget and updates its status, in
 // one served version of the API, in the v1beta1 shape: what the durable
 // record needs. Write in the version the Cache reads (Cache.PUBStatusClient):
-// a status update in v1alpha1 passes the stored object through v1alpha1,
-// which cannot hold v1beta1's spec.ignoredPodSelector, and OpenKruise's
-// conversion drops it; the update would erase it from the user's PUB.
+// the PUB is re-read and decided on as the Cache reads it (a v1alpha1 read
+// has no spec.ignoredPodSelector), and a cluster that serves v1beta1 alone
+// takes no v1alpha1 write.
 type PUBStatusClient interface {
 	Get(ctx context.Context, namespace, name string) (*PUB, error)
 	// UpdateStatus writes pub's status, with its resourceVersion as the
