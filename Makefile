@@ -14,7 +14,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = $(shell VERSION=$(VERSION) hack/ldflags.sh)
 
-.PHONY: all build demo images chart release test test-unit test-integration soak promise bench perf manifests verify
+.PHONY: all build demo images chart release test test-unit test-integration soak promise bench perf manifests verify upstream-preemption
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -90,6 +90,14 @@ PERF_COUNT ?= 10
 perf:
 	PERF_NODES=$(PERF_NODES) PERF_COUNT=$(PERF_COUNT) hack/perf.sh
 	hack/perf-desched.sh
+
+# Kubernetes' own preemption integration suites, unchanged, against
+# BudgetAwarePreemption under the in-tree name DefaultPreemption
+# (hack/upstream-preemption.sh), in both variants: Strict + Evict, and
+# BestEffort + Delete. Not part of make test yet; PKGS and RUN narrow it.
+upstream-preemption:
+	VARIANT=StrictEvict hack/upstream-preemption.sh
+	VARIANT=BestEffortDelete hack/upstream-preemption.sh
 
 # Regenerate manifests/crds from kruise-api's Go types, and render the rest of
 # manifests/ from charts/budgetguard, its one source.

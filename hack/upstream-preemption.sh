@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs Kubernetes' own preemption integration suites (the pinned
+# k8s.io/kubernetes' test/integration/scheduler/preemption/...) unchanged
+# against BudgetAwarePreemption: the in-tree registry's DefaultPreemption
+# entry points at plugins/budgetpreemption/upstreamsuite, through a build
+# overlay of a hard-linked copy of the module (the go command refuses to
+# overlay files under GOMODCACHE). VARIANT is StrictEvict (default) or
+# BestEffortDelete; PKGS the packages (default: all of them); RUN a -run
+# pattern. Upstream's files are never copied into the repository.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO="${GO:-go}"
+VARIANT="${VARIANT:-StrictEvict}"
+case "$VARIANT" in StrictEvict | BestEffortDelete) ;; *)
+	echo "VARIANT must be StrictEvict or BestEffortDelete, not $VARIANT" >&2
+	exit 2
+	;;
+esac
+root="$(pwd)"
+out="$root/_output/upstream"
+k8sver="$("$GO" list -m -f '{{.Version}}' k8s.io/kubernetes)"
+src="$("$GO" list -m -f '{{.Dir}}' k8s.io/kubernetes)"
+copy="$out/kubernetes-$k8sver"
+
+if [ ! -d "$copy" ]; then
+	mkdir -p "$out"
+	cp -al "$src" "$copy.tmp"
+	# Directories only: the files are the module cache's, never written.
+	find "$copy.tmp" -type d -exec chmod u+w {} +
+	mv "$copy.tmp" "$copy"
+fi
+
+registry="pkg/scheduler/framework/plugins/registry.go"
+want='		defaultpreemption.Name:               runtime.FactoryAdapter(fts, defaultpreemption.New),'
+if [ "$(grep -cxF "$want" "$src/$registry")" != 1 ]; then
+	echo "$src/$registry does not register DefaultPreemption as expected; update hack/upstream-preemption.sh" >&2
+	exit 1
+fi
+mkdir -p "$out/overlay"
+sed "s|^$want\$|		defaultpreemption.Name:               runtime.FactoryAdapter(fts, budgetguardDefaultPreemption),|" \
+	"$src/$registry" >"$out/overlay/registry.go"
+changed="$(diff "$src/$registry" "$out/overlay/registry.go" | grep -c '^[<>]' || true)"
+if [ "$changed" != 2 ]; then
+	echo "the overlay of $registry changes $changed lines, want exactly one replaced" >&2
+	exit 1
+fi
+cat >"$out/overlay/zz_budgetguard.go" <<GO
+package plugins
+
+import "github.com/budgetguard/budgetguard/plugins/budgetpreemption/upstreamsuite"
+
+// budgetguardDefaultPreemption is what the in-tree name DefaultPreemption
+// builds in hack/upstream-preemption.sh.
+var budgetguardDefaultPreemption = upstreamsuite.$VARIANT
+GO
+cat >"$out/overlay.json" <<JSON
+{"Replace": {
+  "$copy/$registry": "$out/overlay/registry.go",
+  "$copy/pkg/scheduler/framework/plugins/zz_budgetguard.go": "$out/overlay/zz_budgetguard.go"
+}}
+JSON
+cp go.mod "$out/go.mod"
+cp go.sum "$out/go.sum"
+echo "replace k8s.io/kubernetes => $copy" >>"$out/go.mod"
+
+hack/build-etcd.sh
+PATH="$root/_output/bin:$PATH" "$GO" test -modfile="$out/go.mod" -overlay="$out/overlay.json" -mod=mod \
+	-count=1 -timeout 60m ${RUN:+-run "$RUN"} ${PKGS:-k8s.io/kubernetes/test/integration/scheduler/preemption/...}
