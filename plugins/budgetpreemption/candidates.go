@@ -24,8 +24,12 @@ import (
 //     every node that breaks no more budgets. Spending an allowed disruption
 //     keeps every promise; landing on a node that is about to go away moves
 //     the preemptor and its neighbours again soon;
-//  3. fewest budget-spending victims (the rest of upstream's first
-//     criterion);
+//  3. Strict only: fewest budget-spending victims (DESIGN.md: Strict
+//     prefers fewer of them, then upstream's order). Upstream counts only
+//     victims beyond what a budget allows, which BestEffort's first
+//     criterion already has; so BestEffort keeps upstream's order
+//     (upstream's TestPDBInPreemption, "a node with fewer PDB violating
+//     pods is preferred", takes three victims within the budget over two);
 //  4. the lowest highest-priority victim, the lowest sum of victim
 //     priorities, the fewest victims, and the latest start time of the
 //     highest-priority victims: upstream's remaining criteria.
@@ -48,7 +52,12 @@ func (pl *BudgetAwarePreemption) scoreFuncs(nodesToVictims map[string]*extenderv
 			}
 			return 1
 		},
-		func(node string) int64 { return -(nodesToVictims[node].NumPDBViolations % deniedWeight) },
+		func(node string) int64 {
+			if pl.args.Mode != ModeStrict {
+				return 0
+			}
+			return -(nodesToVictims[node].NumPDBViolations % deniedWeight)
+		},
 		func(node string) int64 {
 			// Victims are ordered most important first.
 			return -int64(corev1helpers.PodPriority(nodesToVictims[node].Pods[0]))

@@ -273,6 +273,30 @@ func TestSelectVictims(t *testing.T) {
 			want:      map[string][]string{"n1": {"web-2", "web-3"}}, wantBest: "n1",
 		},
 		{
+			// Upstream's TestPDBInPreemption, "A node with fewer PDB
+			// violating pods is preferred": the budget allows every
+			// victim on either node, so upstream counts no violation
+			// anywhere and takes the node whose most important victim
+			// is least important (n3), though it has more victims that
+			// spend the budget. BestEffort keeps that order.
+			name: "best effort: upstream's order among nodes within the budget",
+			args: bestEffort, nodes: []*v1.Node{node("n2"), node("n3")},
+			pods: slices.Concat(replicas("two", "n2", "web", true, 0, 50), replicas("three", "n3", "web", true, 0, 0, 0)),
+			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("web", 5, 2, 3).Obj()},
+			preemptor: preemptor("4", 100),
+			want:      map[string][]string{"n2": {"two-0", "two-1"}, "n3": {"three-0", "three-1", "three-2"}}, wantBest: "n3",
+		},
+		{
+			// Strict prefers fewer victims that spend a budget (DESIGN.md),
+			// before upstream's order.
+			name: "strict: fewer budget-spending victims first",
+			args: strict, nodes: []*v1.Node{node("n2"), node("n3")},
+			pods: slices.Concat(replicas("two", "n2", "web", true, 0, 50), replicas("three", "n3", "web", true, 0, 0, 0)),
+			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("web", 5, 2, 3).Obj()},
+			preemptor: preemptor("4", 100),
+			want:      map[string][]string{"n2": {"two-0", "two-1"}, "n3": {"three-0", "three-1", "three-2"}}, wantBest: "n2",
+		},
+		{
 			name: "override: a preemptor at the threshold may break the budget",
 			args: override, nodes: n1(), pods: anchorPods(), pdbs: anchorPDB,
 			preemptor: preemptor("2", 1000),
