@@ -281,7 +281,7 @@ func TestSelectVictims(t *testing.T) {
 			// spend the budget. BestEffort keeps that order.
 			name: "best effort: upstream's order among nodes within the budget",
 			args: bestEffort, nodes: []*v1.Node{node("n2"), node("n3")},
-			pods: slices.Concat(replicas("two", "n2", "web", true, 0, 50), replicas("three", "n3", "web", true, 0, 0, 0)),
+			pods:      slices.Concat(replicas("two", "n2", "web", true, 0, 50), replicas("three", "n3", "web", true, 0, 0, 0)),
 			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("web", 5, 2, 3).Obj()},
 			preemptor: preemptor("4", 100),
 			want:      map[string][]string{"n2": {"two-0", "two-1"}, "n3": {"three-0", "three-1", "three-2"}}, wantBest: "n3",
@@ -291,7 +291,7 @@ func TestSelectVictims(t *testing.T) {
 			// before upstream's order.
 			name: "strict: fewer budget-spending victims first",
 			args: strict, nodes: []*v1.Node{node("n2"), node("n3")},
-			pods: slices.Concat(replicas("two", "n2", "web", true, 0, 50), replicas("three", "n3", "web", true, 0, 0, 0)),
+			pods:      slices.Concat(replicas("two", "n2", "web", true, 0, 50), replicas("three", "n3", "web", true, 0, 0, 0)),
 			pdbs:      []*policyv1.PodDisruptionBudget{appPDB("web", 5, 2, 3).Obj()},
 			preemptor: preemptor("4", 100),
 			want:      map[string][]string{"n2": {"two-0", "two-1"}, "n3": {"three-0", "three-1", "three-2"}}, wantBest: "n2",
