@@ -20,7 +20,7 @@ func TestPodOutcome(t *testing.T) {
 	blocked := "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 3 healthy, 3 desired, 0 disruptions allowed"
 	events := []podEvent{
 		{namespace: "shop", name: "big", reason: "FailedScheduling", note: "0/1 nodes are available"},
-		{namespace: "shop", name: "web-1", reason: "Preempted", note: "Evicted by pod uid-big on node node-a"},
+		{namespace: "shop", name: "web-1", reason: "Preempted", note: "Preempted by pod uid-big on node node-a (evicted)"},
 		{namespace: "shop", name: "big", reason: "PreemptionBlockedByBudget", note: blocked},
 		{namespace: "shop", name: "other", reason: "PreemptionBlockedByBudget", note: "x"},
 		{namespace: "shop", name: "big", reason: "Scheduled", note: "ignored"},

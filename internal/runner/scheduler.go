@@ -76,6 +76,8 @@ func startScheduler(ctx context.Context, config *rest.Config, cfg *schedulerConf
 		broadcaster.Shutdown()
 		return nil, fmt.Errorf("create scheduler: %w", err)
 	}
+	// As cmd/scheduler does: gangs preempt through BudgetAwarePreemption.
+	budgetpreemption.EnablePodGroupPreemption(sched.Profiles)
 	s := &runningScheduler{cancel: cancel, done: make(chan struct{}), factory: factory, broadcaster: broadcaster}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())

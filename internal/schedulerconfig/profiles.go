@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
@@ -62,6 +64,13 @@ func preemptionAtPostFilter(p *config.KubeSchedulerProfile) []string {
 		}
 	}
 	return run
+}
+
+// gangPreemption reports whether kube-scheduler runs workload-aware (pod
+// group) preemption: the WorkloadAwarePreemption feature gate, as
+// --feature-gates set it before the check runs.
+func gangPreemption() bool {
+	return utilfeature.DefaultFeatureGate.Enabled(features.WorkloadAwarePreemption)
 }
 
 func listed(plugins []config.Plugin, name string) bool {
@@ -126,11 +135,21 @@ func profileErrors(i int, p *config.KubeSchedulerProfile) []error {
 }
 
 // ProfilePlugins says where budgetguard's plugins run in profile p, for
-// budget.ReportProfile: BudgetAwarePreemption at postFilter, or nothing.
+// budget.ReportProfile: BudgetAwarePreemption at postFilter, or nothing;
+// and, with the WorkloadAwarePreemption gate on, at podGroupPostFilter too.
+// kube-scheduler hands a pod group's preemption to the plugin built under
+// the name DefaultPreemption, which the shipped profile still builds (it
+// is disabled at postFilter only); budgetguard's scheduler hands it to
+// BudgetAwarePreemption instead in every profile that runs it at
+// postFilter (budgetpreemption.EnablePodGroupPreemption), so such a
+// profile never preempts for a pod group without budgets.
 func ProfilePlugins(p *config.KubeSchedulerProfile) budget.ProfilePlugins {
 	out := budget.ProfilePlugins{}
 	if slices.Contains(preemptionAtPostFilter(p), budgetpreemption.Name) {
 		out["postFilter"] = []string{budgetpreemption.Name}
+		if gangPreemption() {
+			out["podGroupPostFilter"] = []string{budgetpreemption.Name}
+		}
 	}
 	return out
 }

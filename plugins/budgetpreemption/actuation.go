@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -159,14 +160,9 @@ func (pl *BudgetAwarePreemption) reserve(ctx context.Context, c preemption.Candi
 // refused: a refusal aborts the candidate before the victims that spend no
 // budget are touched.
 func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error {
-	// A pod preemptor's Obj is a wrapper; Pods holds the pod itself.
-	pods := preemptor.Pods()
-	if len(pods) != 1 {
-		return fmt.Errorf("%s: preemptor %s is a %s of %d pods; only single pods are supported", Name, klog.KObj(preemptor), preemptor.Type(), len(pods))
-	}
-	var preemptorPod *v1.Pod
-	for _, p := range pods {
-		preemptorPod = p
+	preemptorPod, err := preemptorPodOf(preemptor)
+	if err != nil {
+		return err
 	}
 	cr := pl.reserve(ctx, c, preemptorPod)
 	if cr.err != nil {
@@ -180,7 +176,7 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 				pl.refused.add(preemptorPod.UID, c.Name(), de.Pod, cr.err)
 			}
 			blockedTotal.WithLabelValues(reason).Inc()
-			pl.abort(preemptorPod, victim, budget.EventPreemptionBlockedByBudget, fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
+			pl.abort(eventTarget(preemptor, preemptorPod), victim, budget.EventPreemptionBlockedByBudget, fmt.Sprintf("preemption on node %s aborted before any victim was disrupted: %v", c.Name(), cr.err))
 		})
 		return cr.err
 	}
@@ -203,7 +199,7 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 		}
 	})
 	if err, ok := cr.done[victim.UID]; ok {
-		if err == nil && victim.UID != cr.gateBy && pl.fts.EnableAsyncPreemption && upstreamLastVictim(c) == victim.UID {
+		if _, gang := preemptor.(*groupPreemptor); err == nil && !gang && victim.UID != cr.gateBy && pl.fts.EnableAsyncPreemption && upstreamLastVictim(c) == victim.UID {
 			pl.activateAfterLastVictim(ctx, preemptorPod)
 		}
 		return err
@@ -212,6 +208,25 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 		return cr.gateErr
 	}
 	return pl.actuate(ctx, c, cr, preemptor, preemptorPod, victim, pluginName)
+}
+
+// preemptorPodOf is the pod the rules look at for preemptor: the pod
+// itself (a pod preemptor's Obj is a wrapper; Pods holds the pod), or a
+// gang's stand-in, which carries the PodGroup's priority and UID, so that
+// its refusals are remembered under the PodGroup.
+func preemptorPodOf(preemptor preemption.ExecutorPreemptor) (*v1.Pod, error) {
+	if g, ok := preemptor.(*groupPreemptor); ok {
+		return g.rep, nil
+	}
+	pods := preemptor.Pods()
+	if len(pods) != 1 {
+		return nil, fmt.Errorf("%s: preemptor %s is a %s of %d pods; only single pods and PodGroups it plans are supported", Name, klog.KObj(preemptor), preemptor.Type(), len(pods))
+	}
+	var pod *v1.Pod
+	for _, p := range pods {
+		pod = p
+	}
+	return pod, nil
 }
 
 // upstreamLastVictim is the victim upstream's asynchronous preemption
@@ -250,7 +265,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 	// under the operation the victim undergoes.
 	op := pl.victimOperation(preemptorPod, cr, victim)
 	if err := pl.recheck(preemptorPod, victim, op); err != nil {
-		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready since the victim was decided on")
+		return pl.notDisrupted(ctx, c, cr, preemptor, preemptorPod, victim, err, "A covered pod turned not Ready since the victim was decided on")
 	}
 	recorded, err := pl.recordPUBs(ctx, cr, victim, op)
 	var de *budget.DeniedError
@@ -261,7 +276,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		// goes unrecorded, as upstream preemption's would.
 		klog.FromContext(ctx).V(2).Info("Overriding preemptor disrupts a victim its PodUnavailableBudget no longer allows; no record is written", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "err", err)
 	case err != nil:
-		return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "The disruption of a victim could not be recorded in its PodUnavailableBudget")
+		return pl.notDisrupted(ctx, c, cr, preemptor, preemptorPod, victim, err, "The disruption of a victim could not be recorded in its PodUnavailableBudget")
 	}
 	if recorded {
 		// The record took a round trip, in which a covered pod may have
@@ -269,7 +284,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		// when the victim stays.
 		if err := pl.recheck(preemptorPod, victim, op); err != nil {
 			pl.undoPUBRecords(ctx, cr, victim, nil)
-			return pl.notDisrupted(ctx, c, cr, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
+			return pl.notDisrupted(ctx, c, cr, preemptor, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
 		}
 	}
 	if op == budget.OperationDelete {
@@ -301,7 +316,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 		pl.refused.addSeen(preemptorPod.UID, c.Name(), victim, err, pl.budgetVersions(d))
 	}
 	klog.FromContext(ctx).V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
-	pl.abort(preemptorPod, victim, budget.EventPreemptionEvictionFailed, err.Error()+"; the preemptor will be retried")
+	pl.abort(eventTarget(preemptor, preemptorPod), victim, budget.EventPreemptionEvictionFailed, err.Error()+"; the preemptor will be retried")
 	return err
 }
 
@@ -323,7 +338,7 @@ func (pl *BudgetAwarePreemption) recheck(preemptor, victim *v1.Pod, op budget.Op
 // notDisrupted gives back the victim's reservation when it is not disrupted
 // after all (err says why), remembers a budget's refusal, and reports it on
 // the preemptor.
-func (pl *BudgetAwarePreemption) notDisrupted(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptorPod, victim *v1.Pod, err error, msg string) error {
+func (pl *BudgetAwarePreemption) notDisrupted(ctx context.Context, c preemption.Candidate, cr *candidateReservation, preemptor preemption.ExecutorPreemptor, preemptorPod, victim *v1.Pod, err error, msg string) error {
 	cr.r.CancelPod(victim.Namespace, victim.Name)
 	var de *budget.DeniedError
 	if errors.As(err, &de) {
@@ -331,7 +346,7 @@ func (pl *BudgetAwarePreemption) notDisrupted(ctx context.Context, c preemption.
 	}
 	err = fmt.Errorf("victim %s on node %s was not disrupted: %w", klog.KObj(victim), c.Name(), err)
 	klog.FromContext(ctx).V(2).Info(msg, "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "err", err)
-	pl.abort(preemptorPod, victim, budget.EventPreemptionBlockedByBudget, err.Error()+"; the preemptor will be retried")
+	pl.abort(eventTarget(preemptor, preemptorPod), victim, budget.EventPreemptionBlockedByBudget, err.Error()+"; the preemptor will be retried")
 	return err
 }
 
@@ -455,8 +470,17 @@ func (pl *BudgetAwarePreemption) evict(ctx context.Context, c preemption.Candida
 	}
 	klog.FromContext(ctx).V(2).Info("Preemptor evicted victim", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", c.Name())
 	pl.fh.EventRecorder().Eventf(victim, preemptor.Obj(), v1.EventTypeNormal, "Preempted", "Preempting",
-		"Evicted by %s %v on node %v", preemptor.Type(), preemptor.UID(), c.Name())
+		"Preempted by %s %v on node %v (evicted)", preemptor.Type(), preemptor.UID(), c.Name())
 	return nil
+}
+
+// eventTarget is the object a preemptor's events go to: the pod, or the
+// PodGroup of a gang preemption.
+func eventTarget(preemptor preemption.ExecutorPreemptor, pod *v1.Pod) runtime.Object {
+	if g, ok := preemptor.(*groupPreemptor); ok {
+		return g.pg
+	}
+	return pod
 }
 
 // abort records why the preemption failed on the preemptor. It does not
@@ -464,7 +488,7 @@ func (pl *BudgetAwarePreemption) evict(ctx context.Context, c preemption.Candida
 // it after PostFilter returns, so a patch here could be overwritten. The
 // refusal is remembered instead, and the preemptor's next PostFilter
 // returns a result that clears the nomination (see refusal).
-func (pl *BudgetAwarePreemption) abort(preemptor, victim *v1.Pod, reason, note string) {
+func (pl *BudgetAwarePreemption) abort(preemptor runtime.Object, victim *v1.Pod, reason, note string) {
 	pl.fh.EventRecorder().Eventf(preemptor, victim, v1.EventTypeWarning, reason, "Preempting", note)
 }
 

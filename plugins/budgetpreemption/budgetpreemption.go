@@ -114,6 +114,15 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory()); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
+	if pl.fts.EnableWorkloadAwarePreemption {
+		// See EnablePodGroupPreemption; forgotten with the scheduler.
+		gangPlugins.Store(fh, pl)
+		context.AfterFunc(ctx, func() { gangPlugins.Delete(fh) })
+		if pl.fts.EnableGenericWorkload {
+			// Registered with the factory before it starts.
+			pl.podGroups()
+		}
+	}
 	return pl, nil
 }
 

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,17 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/kubernetes/pkg/scheduler"
-	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
-	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-	"k8s.io/kubernetes/pkg/scheduler/profile"
 
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
-	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"
+	"github.com/budgetguard/budgetguard/internal/testsched"
 	"github.com/budgetguard/budgetguard/sandbox"
 )
 
@@ -64,51 +57,11 @@ func runScheduler(t *testing.T, ns, args string) (string, error) {
 // stop function it returns is called.
 func runSchedulerProfiles(t *testing.T, ns string, client kubernetes.Interface, kubeConfig *rest.Config, docs ...string) (stop func(), err error) {
 	t.Helper()
-	var profiles []schedconfig.KubeSchedulerProfile
-	for _, doc := range docs {
-		obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode([]byte(doc), nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("decode scheduler configuration: %w", err)
-		}
-		profiles = append(profiles, obj.(*schedconfig.KubeSchedulerConfiguration).Profiles...)
+	stop, err = testsched.Run(t, client, kubeConfig, docs...)
+	if err == nil {
+		env.DumpOnFailure(t, ns)
 	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
-	factory := scheduler.NewInformerFactory(client, 0)
-	sched, err := scheduler.New(ctx, client, factory, nil, profile.NewRecorderFactory(broadcaster),
-		scheduler.WithKubeConfig(kubeConfig),
-		scheduler.WithProfiles(profiles...),
-		scheduler.WithPodInitialBackoffSeconds(1),
-		scheduler.WithPodMaxBackoffSeconds(2),
-		scheduler.WithFrameworkOutOfTreeRegistry(frameworkruntime.Registry{budgetpreemption.Name: budgetpreemption.New}),
-	)
-	if err != nil {
-		cancel()
-		broadcaster.Shutdown()
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	if err := sched.WaitForHandlersSync(ctx); err != nil {
-		cancel()
-		return nil, fmt.Errorf("scheduler handlers: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sched.Run(ctx)
-	}()
-	env.DumpOnFailure(t, ns)
-	stop = sync.OnceFunc(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-		broadcaster.Shutdown()
-	})
-	t.Cleanup(stop)
-	return stop, nil
+	return stop, err
 }
 
 // priorityClasses creates low, high and critical PriorityClasses named
