@@ -118,10 +118,10 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 		// See EnablePodGroupPreemption; forgotten with the scheduler.
 		gangPlugins.Store(fh, pl)
 		context.AfterFunc(ctx, func() { gangPlugins.Delete(fh) })
-		if pl.fts.EnableGenericWorkload {
-			// Registered with the factory before it starts.
-			pl.podGroups()
-		}
+	}
+	if pl.fts.EnableGenericWorkload {
+		// Registered with the factory before it starts.
+		pl.podGroups()
 	}
 	return pl, nil
 }
@@ -199,8 +199,21 @@ func (pl *BudgetAwarePreemption) operation(preemptor *v1.Pod) budget.Operation {
 
 // PostFilter runs preemption for pod.
 func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if pod.Spec.SchedulingGroup != nil && (pl.fts.EnableWorkloadAwarePreemption || pl.fts.EnableTopologyAwareWorkloadScheduling) {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+Name+" does not preempt for pod groups")
+	if pod.Spec.SchedulingGroup != nil {
+		// As DefaultPreemption: with workload-aware preemption the group
+		// preempts as a whole (PodGroupPostFilter), not pod by pod; with
+		// topology-aware scheduling a group with scheduling constraints
+		// does not preempt at all.
+		if pl.fts.EnableWorkloadAwarePreemption {
+			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible due to workload aware preemption enabled: the pod group preempts as a whole")
+		}
+		if pl.fts.EnableTopologyAwareWorkloadScheduling {
+			if pg := pl.podGroupOf(pod); pg == nil {
+				return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: pod group for pod not found")
+			} else if pg.Spec.SchedulingConstraints != nil {
+				return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible due to placement-based pod group scheduling limitation")
+			}
+		}
 	}
 	if !pl.budgets.HasSynced() {
 		// Right after start, while discovery fails, or while PUB support

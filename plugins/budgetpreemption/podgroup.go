@@ -192,14 +192,28 @@ func (pl *BudgetAwarePreemption) victimUnits(nodes []fwk.NodeInfo, priority int3
 	return units
 }
 
-// disruptedAsGroup returns the PodGroup of p when the group is disrupted
-// as a whole (disruptionMode PodGroup), else nil.
-func disruptedAsGroup(p *v1.Pod, lister schedulinglisters.PodGroupLister) *schedulingv1alpha2.PodGroup {
+// podGroupOf returns p's PodGroup, or nil when it has none or it cannot be
+// read.
+func (pl *BudgetAwarePreemption) podGroupOf(p *v1.Pod) *schedulingv1alpha2.PodGroup {
+	return podGroupFrom(pl.podGroups(), p)
+}
+
+func podGroupFrom(lister schedulinglisters.PodGroupLister, p *v1.Pod) *schedulingv1alpha2.PodGroup {
 	if lister == nil || p.Spec.SchedulingGroup == nil || p.Spec.SchedulingGroup.PodGroupName == nil {
 		return nil
 	}
 	pg, err := lister.PodGroups(p.Namespace).Get(*p.Spec.SchedulingGroup.PodGroupName)
 	if err != nil {
+		return nil
+	}
+	return pg
+}
+
+// disruptedAsGroup returns the PodGroup of p when the group is disrupted
+// as a whole (disruptionMode PodGroup), else nil.
+func disruptedAsGroup(p *v1.Pod, lister schedulinglisters.PodGroupLister) *schedulingv1alpha2.PodGroup {
+	pg := podGroupFrom(lister, p)
+	if pg == nil {
 		return nil
 	}
 	if m := pg.Spec.DisruptionMode; m == nil || *m != schedulingv1alpha2.DisruptionModePodGroup {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -326,5 +327,49 @@ func TestPodGroupPostFilterPreemptNever(t *testing.T) {
 	}
 	if got := g.disruptedPods(); len(got) != 0 {
 		t.Errorf("disrupted %v", got)
+	}
+}
+
+// A pod of a PodGroup preempts pod by pod only where DefaultPreemption
+// would: not with workload-aware preemption (the group preempts as a
+// whole), nor with topology-aware scheduling when its group has scheduling
+// constraints; with topology-aware scheduling and no constraints, it does.
+func TestPostFilterPodOfAPodGroup(t *testing.T) {
+	constrained := st.MakePodGroup().Name("placed").Namespace(ns).UID("pg-placed").MinCount(1).TopologyKey("zone").Obj()
+	free := st.MakePodGroup().Name("free").Namespace(ns).UID("pg-free").MinCount(1).Obj()
+	member := func(group string) *v1.Pod {
+		return st.MakePod().Namespace(ns).Name("m-" + group).UID("m-" + group).Priority(100).PodGroupName(group).
+			Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()
+	}
+	tests := []struct {
+		name      string
+		fts       feature.Features
+		group     string
+		preempts  bool
+		wantInMsg string
+	}{
+		{name: "workload-aware preemption", fts: feature.Features{EnableGenericWorkload: true, EnableWorkloadAwarePreemption: true}, group: "free", wantInMsg: "workload aware preemption"},
+		{name: "topology-aware, constrained group", fts: feature.Features{EnableGenericWorkload: true, EnableTopologyAwareWorkloadScheduling: true}, group: "placed", wantInMsg: "placement-based"},
+		{name: "topology-aware, unconstrained group", fts: feature.Features{EnableGenericWorkload: true, EnableTopologyAwareWorkloadScheduling: true}, group: "free", preempts: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := member(tc.group)
+			g := newGangEnv(t, nil, []*v1.Node{node("n1")}, append(replicas("batch", "n1", "", true, 0, 0, 0, 0), p), nil, constrained, free)
+			g.pl.fts = tc.fts
+			state, _ := g.preFilter(t, p)
+			m := framework.NewDefaultNodeToStatus()
+			m.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+			_, status := g.pl.PostFilter(g.ctx, state, p, m)
+			if tc.preempts {
+				if !status.IsSuccess() {
+					t.Errorf("PostFilter: %v; want a preemption", status)
+				}
+				return
+			}
+			if status.IsSuccess() || !strings.Contains(status.Message(), tc.wantInMsg) {
+				t.Errorf("PostFilter: %v; want a refusal saying %q", status, tc.wantInMsg)
+			}
+		})
 	}
 }
