@@ -5,9 +5,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/budgetguard/budgetguard/internal/testobj"
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -83,5 +86,29 @@ budgetguard_profile_protected{component="scheduler",profile="report-stock"} 0
 `
 	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want), "budgetguard_profile_protected"); err != nil {
 		t.Error(err)
+	}
+}
+
+// With the WorkloadAwarePreemption gate on, a profile that runs
+// BudgetAwarePreemption also preempts for pod groups through it (see
+// budgetpreemption.EnablePodGroupPreemption); with the gate off it does
+// not, and a profile without it reports nothing either way.
+func TestProfilePluginsPodGroups(t *testing.T) {
+	ours := testobj.SchedulerConfig{SchedulerName: "bg"}.YAML()
+	stock := header + "profiles:\n- schedulerName: bg\n"
+	if got := ProfilePlugins(&load(t, ours).Profiles[0]); got["podGroupPostFilter"] != nil {
+		t.Errorf("gate off: %v, want no podGroupPostFilter", got)
+	}
+	featuregatetesting.SetFeatureGatesDuringTest(t, utilfeature.DefaultFeatureGate, featuregatetesting.FeatureOverrides{
+		features.GenericWorkload:         true,
+		features.GangScheduling:          true,
+		features.WorkloadAwarePreemption: true,
+	})
+	want := budget.ProfilePlugins{"postFilter": {"BudgetAwarePreemption"}, "podGroupPostFilter": {"BudgetAwarePreemption"}}
+	if diff := cmp.Diff(want, ProfilePlugins(&load(t, ours).Profiles[0])); diff != "" {
+		t.Errorf("gate on (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(budget.ProfilePlugins{}, ProfilePlugins(&load(t, stock).Profiles[0])); diff != "" {
+		t.Errorf("stock profile, gate on (-want,+got):\n%s", diff)
 	}
 }
