@@ -55,6 +55,11 @@ func TestPodStateConsistent(t *testing.T) {
 		want bool
 	}{
 		{"no in-place update, tagged image", pod("web:1", "web:1", "web@"+digestA, nil), true},
+		{"no containers: every image a digest, as Kruise takes it", func() *v1.Pod {
+			p := webPod("a").Annotation(AnnotationInPlaceUpdateGrace, "{}").Obj()
+			p.Spec.Containers = nil
+			return p
+		}(), true},
 		{"digest image that the status runs", pod("web@"+digestA, "web:1", "docker-pullable://web@"+digestA, nil), true},
 		{"digest image the status does not run yet", pod("web@"+digestA, "web:1", "docker-pullable://web@"+digestB, nil), false},
 		{"digest image of another repository", pod("web@"+digestA, "web:1", "other@"+digestA, nil), false},
