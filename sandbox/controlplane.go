@@ -44,16 +44,21 @@ type Options struct {
 	// needs InstallPUBCRD; without it, Start logs that and runs no
 	// simulation. Off by default.
 	//
-	// For each PUB it writes observedGeneration, totalReplicas (for
-	// spec.targetRef the workload's spec.replicas; for spec.selector the
-	// summed spec.replicas of the workloads controlling the matched active
-	// pods, so bare pods count 0; the annotation
-	// pub.kruise.io/protect-total-replicas overrides both),
+	// It reads and writes PUBs at policy.kruise.io/v1beta1, as OpenKruise's
+	// controller does. For each PUB it writes observedGeneration,
+	// totalReplicas (for spec.targetRef the workload's spec.replicas; for
+	// spec.selector the summed spec.replicas of the workloads controlling
+	// the matched active pods, so bare pods count 0;
+	// spec.protectTotalReplicas, the v1alpha1 annotation
+	// pub.kruise.io/protect-total-replicas, overrides both),
 	// desiredAvailable (totalReplicas minus maxUnavailable, or
 	// minAvailable; percentages rounded up), currentAvailable (covered
 	// pods that are active, Running and Ready, without an
-	// unavailable-pod.kruise.io/ label and not listed in disruptedPods or
-	// unavailablePods) and unavailableAllowed (currentAvailable minus
+	// unavailable-pod.kruise.io/ label, with spec and status consistent
+	// (budget.PodStateConsistent: no in-place or sidecar update under way)
+	// and not listed in disruptedPods or unavailablePods; pods that
+	// spec.ignoredPodSelector selects count too, as in OpenKruise) and
+	// unavailableAllowed (currentAvailable minus
 	// desiredAvailable, never below 0). It drops disruptedPods entries
 	// after 20s and unavailablePods entries after 10s, and entries of pods
 	// no longer covered and active. targetRef resolves Deployments
@@ -61,8 +66,8 @@ type Options struct {
 	// ReplicationControllers by owner UID.
 	//
 	// OpenKruise's webhook is simulated apart (see DisablePUBWebhook). The
-	// status simulation checks no in-place update or sidecar consistency,
-	// and resolves no other workload kinds (their PUBs cover no pods). It
+	// status simulation resolves no other workload kinds (their PUBs cover
+	// no pods). It
 	// reconciles at once on pod changes where OpenKruise
 	// waits 5s after a pod starts terminating. Start does not wait for its
 	// PUB cache; a PUB created right after Start gets its status once the
@@ -78,9 +83,12 @@ type Options struct {
 	// pub.kruise.io/related-pub and kruise.io/related-pub; and a
 	// ValidatingWebhookConfiguration for pod deletes and evictions (and
 	// updates, admitted unchecked as with kruise's default feature gates).
-	// For a pod that is Running and Ready and tied to a PUB, it re-reads the
-	// PUB and admits the operation free when the PUB desires no available
-	// pod, does not protect the operation (annotation
+	// For a pod that is tied to a PUB and counts as available (Running and
+	// Ready, no unavailable-pod.kruise.io/ label, spec and status
+	// consistent), it re-reads the PUB at policy.kruise.io/v1beta1 and
+	// admits the operation free when the PUB's spec.ignoredPodSelector
+	// selects the pod, the PUB desires no available pod, does not protect
+	// the operation (spec.protectOperations, else the annotation
 	// kruise.io/pub-protect-operations) or already records the pod in
 	// status.disruptedPods or status.unavailablePods; else it records the
 	// pod in status.disruptedPods and lowers status.unavailableAllowed by

@@ -3,12 +3,10 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	kruisepub "github.com/openkruise/kruise-api/apps/pub"
-	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,15 +18,21 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/ptr"
+
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
+	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
 // This file computes the status that the status half of OpenKruise's
 // PodUnavailableBudget controller (kruise v1.8.0:
 // pkg/controller/podunavailablebudget and pkg/control/pubcontrol) writes:
 // which pods a PUB covers and what it counts. pubstatus_controller.go
-// applies it when Options.SimulatePUBStatus is on. It is a simulation of an
-// external controller, not a budget decision: budgetguard's rules stay in
-// plugins/budget, which reads the status written here.
+// applies it when Options.SimulatePUBStatus is on, on PUBs read and written
+// at policy.kruise.io/v1beta1 as kruise's controller does. It is a
+// simulation of an external controller, not a budget decision: budgetguard's
+// rules stay in plugins/budget, which reads the status written here. It
+// shares with plugins/budget only kruise's test of whether a pod's spec and
+// status are consistent (budget.PodStateConsistent).
 
 // Kruise's timeouts for status entries written by its webhook.
 const (
@@ -60,10 +64,10 @@ type pubCoverage struct {
 // UnavailablePods entry that it keeps expires (zero if none). It fails only
 // for a maxUnavailable or minAvailable that is neither an integer nor a
 // percentage; kruise then writes nothing.
-func computePUBStatus(pub *policyv1alpha1.PodUnavailableBudget, cov pubCoverage, now time.Time) (policyv1alpha1.PodUnavailableBudgetStatus, time.Time, error) {
+func computePUBStatus(pub *kruisebeta.PodUnavailableBudget, cov pubCoverage, now time.Time) (kruisebeta.PodUnavailableBudgetStatus, time.Time, error) {
 	desired, err := pubDesiredAvailable(pub.Spec, cov.expected)
 	if err != nil {
-		return policyv1alpha1.PodUnavailableBudgetStatus{}, time.Time{}, err
+		return kruisebeta.PodUnavailableBudgetStatus{}, time.Time{}, err
 	}
 	disrupted, unavailable, recheck := keepPUBPodEntries(pub.Status, cov.pods, now)
 	var current int32
@@ -74,7 +78,7 @@ func computePUBStatus(pub *policyv1alpha1.PodUnavailableBudget, cov pubCoverage,
 			current++
 		}
 	}
-	return policyv1alpha1.PodUnavailableBudgetStatus{
+	return kruisebeta.PodUnavailableBudgetStatus{
 		ObservedGeneration: pub.Generation,
 		DisruptedPods:      disrupted,
 		UnavailablePods:    unavailable,
@@ -89,7 +93,7 @@ func computePUBStatus(pub *policyv1alpha1.PodUnavailableBudget, cov pubCoverage,
 // pubDesiredAvailable is kruise's desiredAvailable: expected minus
 // maxUnavailable (a percentage of expected rounded up), at least 0; else
 // minAvailable (a percentage rounded up); else 0.
-func pubDesiredAvailable(spec policyv1alpha1.PodUnavailableBudgetSpec, expected int32) (int32, error) {
+func pubDesiredAvailable(spec kruisebeta.PodUnavailableBudgetSpec, expected int32) (int32, error) {
 	switch {
 	case spec.MaxUnavailable != nil:
 		n, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(expected), true)
@@ -110,7 +114,7 @@ func pubDesiredAvailable(spec policyv1alpha1.PodUnavailableBudgetSpec, expected 
 // keepPUBPodEntries returns the DisruptedPods and UnavailablePods entries of
 // st that kruise keeps: those of covered active pods that have not timed out
 // (nil maps when none is left), and when the first kept entry times out.
-func keepPUBPodEntries(st policyv1alpha1.PodUnavailableBudgetStatus, pods []*corev1.Pod, now time.Time) (disrupted, unavailable map[string]metav1.Time, recheck time.Time) {
+func keepPUBPodEntries(st kruisebeta.PodUnavailableBudgetStatus, pods []*corev1.Pod, now time.Time) (disrupted, unavailable map[string]metav1.Time, recheck time.Time) {
 	keep := func(entries map[string]metav1.Time, name string, timeout time.Duration, into *map[string]metav1.Time) {
 		at, ok := entries[name]
 		if !ok {
@@ -144,10 +148,11 @@ func podActive(pod *corev1.Pod) bool {
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed && pod.DeletionTimestamp == nil
 }
 
-// pubPodAvailable is kruise's IsPodReady: Running, Ready, not terminating,
-// and without an unavailable-pod.kruise.io/ label. Kruise also requires the
-// pod's state to be consistent (no in-place update or sidecar upgrade under
-// way); the sandbox updates no pod in place, so that is left out.
+// pubPodAvailable is kruise's IsPodReady and IsPodStateConsistent, what its
+// controller counts available: Running, Ready, not terminating, without an
+// unavailable-pod.kruise.io/ label, and with its spec and status consistent
+// (no in-place update or sidecar upgrade under way;
+// budget.PodStateConsistent).
 func pubPodAvailable(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil ||
 		!podConditionTrue(pod.Status.Conditions, corev1.PodReady) {
@@ -158,7 +163,7 @@ func pubPodAvailable(pod *corev1.Pod) bool {
 			return false
 		}
 	}
-	return true
+	return budget.PodStateConsistent(pod)
 }
 
 // pubWorkloads reads the pods and workloads a PodUnavailableBudget covers.
@@ -186,7 +191,7 @@ func newPUBWorkloads(factory informers.SharedInformerFactory) pubWorkloads {
 // problem with pub's spec or annotations comes back as an error together
 // with the coverage that kruise computes in that case (usually none); the
 // status is still written from it.
-func (w pubWorkloads) coverage(pub *policyv1alpha1.PodUnavailableBudget) (pubCoverage, error) {
+func (w pubWorkloads) coverage(pub *kruisebeta.PodUnavailableBudget) (pubCoverage, error) {
 	var cov pubCoverage
 	var problem error
 	switch {
@@ -204,14 +209,10 @@ func (w pubWorkloads) coverage(pub *policyv1alpha1.PodUnavailableBudget) (pubCov
 		cov.pods = activePods(pods, nil)
 		cov.expected = w.expectedScale(pub.Namespace, cov.pods)
 	}
-	if value := pub.Annotations[policyv1alpha1.PubProtectTotalReplicasAnnotation]; value != "" {
-		n, err := strconv.ParseInt(value, 10, 32)
-		if err != nil {
-			n = 0 // as kruise, which ignores the parse error
-			problem = errors.Join(problem, fmt.Errorf("annotation %s: %q is not a 32-bit integer; counting 0 expected pods, as kruise does",
-				policyv1alpha1.PubProtectTotalReplicasAnnotation, value))
-		}
-		cov.expected = int32(n)
+	// Kruise v1beta1 reads spec.protectTotalReplicas alone; a v1alpha1
+	// object's annotation became it on conversion.
+	if n := pub.Spec.ProtectTotalReplicas; n != nil {
+		cov.expected = *n
 	}
 	return cov, problem
 }
@@ -220,7 +221,7 @@ func (w pubWorkloads) coverage(pub *policyv1alpha1.PodUnavailableBudget) (pubCov
 // and the active pods with an owner reference to it, or for a Deployment to
 // one of its ReplicaSets. A missing or deleting workload, or one with zero
 // replicas, covers nothing.
-func (w pubWorkloads) targetCoverage(namespace string, ref *policyv1alpha1.TargetReference) (pubCoverage, error) {
+func (w pubWorkloads) targetCoverage(namespace string, ref *kruisebeta.TargetReference) (pubCoverage, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return pubCoverage{}, fmt.Errorf("spec.targetRef.apiVersion %q: %w; it covers no pods", ref.APIVersion, err)

@@ -8,10 +8,6 @@ import (
 	"sync"
 	"time"
 
-	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
-	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
-	kruiselisters "github.com/openkruise/kruise-api/client/listers/policy/v1alpha1"
-	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -25,11 +21,16 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 )
 
 // This file is the controller half of the PodUnavailableBudget status
 // simulation: it watches PUBs, pods and workloads, and writes the status
-// that pubstatus.go computes, as OpenKruise's controller would.
+// that pubstatus.go computes, as OpenKruise's controller would. It reads and
+// writes PUBs at policy.kruise.io/v1beta1 (pubclient.go): a status written
+// at v1alpha1 would be computed from a PUB that has lost
+// spec.ignoredPodSelector and carries its spec through v1alpha1.
 
 const pubStatusWorkers = 2
 
@@ -38,13 +39,12 @@ const pubStatusWorkers = 2
 // workload of its namespace changes in a way that can change its status,
 // and when a DisruptedPods or UnavailablePods entry times out.
 type pubStatusController struct {
-	client        kruiseclientset.Interface
-	kruiseFactory kruiseinformers.SharedInformerFactory
-	pubs          kruiselisters.PodUnavailableBudgetLister
-	workloads     pubWorkloads
-	synced        []cache.InformerSynced
-	queue         workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	now           func() time.Time
+	client      pubClient
+	pubInformer cache.SharedIndexInformer
+	workloads   pubWorkloads
+	synced      []cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	now         func() time.Time
 	// selector picks the PUBs whose status is simulated; nil for all.
 	selector labels.Selector
 
@@ -56,9 +56,9 @@ type pubStatusController struct {
 // factory's informers in a goroutine tracked by wg, until ctx is cancelled.
 // The caller starts factory afterwards.
 func startPUBStatus(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, factory informers.SharedInformerFactory, selector labels.Selector) error {
-	client, err := kruiseclientset.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "sandbox-pub-status"))
+	client, err := newPUBClient(rest.AddUserAgent(rest.CopyConfig(cfg), "sandbox-pub-status"))
 	if err != nil {
-		return fmt.Errorf("create kruise client for the PodUnavailableBudget status simulation: %w", err)
+		return fmt.Errorf("PodUnavailableBudget status simulation: %w", err)
 	}
 	c, err := newPUBStatusController(client, factory)
 	if err != nil {
@@ -69,14 +69,13 @@ func startPUBStatus(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, f
 	return nil
 }
 
-func newPUBStatusController(client kruiseclientset.Interface, factory informers.SharedInformerFactory) (*pubStatusController, error) {
-	kf := kruiseinformers.NewSharedInformerFactory(client, 0)
-	pubInformer := kf.Policy().V1alpha1().PodUnavailableBudgets()
+func newPUBStatusController(client pubClient, factory informers.SharedInformerFactory) (*pubStatusController, error) {
+	pubInformer := cache.NewSharedIndexInformer(pubListWatch(client), &kruisebeta.PodUnavailableBudget{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	c := &pubStatusController{
-		client:        client,
-		kruiseFactory: kf,
-		pubs:          pubInformer.Lister(),
-		workloads:     newPUBWorkloads(factory),
+		client:      client,
+		pubInformer: pubInformer,
+		workloads:   newPUBWorkloads(factory),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "sandbox-pub-status"},
@@ -86,7 +85,7 @@ func newPUBStatusController(client kruiseclientset.Interface, factory informers.
 	}
 
 	enqueuePUB := func(obj any) {
-		if pub, ok := unwrapDeleted(obj).(*policyv1alpha1.PodUnavailableBudget); ok {
+		if pub, ok := unwrapDeleted(obj).(*kruisebeta.PodUnavailableBudget); ok {
 			c.queue.Add(cache.MetaObjectToName(pub))
 		}
 	}
@@ -94,7 +93,7 @@ func newPUBStatusController(client kruiseclientset.Interface, factory informers.
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}{
-		{pubInformer.Informer(), cache.ResourceEventHandlerFuncs{
+		{pubInformer, cache.ResourceEventHandlerFuncs{
 			AddFunc:    enqueuePUB,
 			UpdateFunc: func(_, obj any) { enqueuePUB(obj) },
 			DeleteFunc: enqueuePUB,
@@ -156,10 +155,25 @@ func replicasChanged[T metav1.Object](replicas func(T) *int32) func(old, cur met
 }
 
 func (c *pubStatusController) enqueueNamespace(namespace string) {
-	pubs, _ := c.pubs.PodUnavailableBudgets(namespace).List(labels.Everything())
-	for _, pub := range pubs {
-		c.queue.Add(cache.MetaObjectToName(pub))
+	pubs, _ := c.pubInformer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	for _, obj := range pubs {
+		if pub, ok := obj.(*kruisebeta.PodUnavailableBudget); ok {
+			c.queue.Add(cache.MetaObjectToName(pub))
+		}
 	}
+}
+
+// pub returns the PUB key from the informer's cache.
+func (c *pubStatusController) pub(key cache.ObjectName) (*kruisebeta.PodUnavailableBudget, error) {
+	obj, ok, err := c.pubInformer.GetIndexer().GetByKey(key.String())
+	if err != nil {
+		return nil, err
+	}
+	pub, isPUB := obj.(*kruisebeta.PodUnavailableBudget)
+	if !ok || !isPUB {
+		return nil, apierrors.NewNotFound(kruisebeta.Resource(PUBResource), key.Name)
+	}
+	return pub, nil
 }
 
 // run starts the PUB informer, waits for the caches and processes the queue
@@ -167,9 +181,12 @@ func (c *pubStatusController) enqueueNamespace(namespace string) {
 // PUB informer has shut down.
 func (c *pubStatusController) run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
-	defer c.kruiseFactory.Shutdown()
+	var informer sync.WaitGroup
+	defer informer.Wait()
 	defer c.queue.ShutDown()
-	c.kruiseFactory.Start(ctx.Done())
+	informerCtx, stopInformer := context.WithCancel(ctx)
+	defer stopInformer()
+	informer.Go(func() { c.pubInformer.RunWithContext(informerCtx) })
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		return
 	}
@@ -182,7 +199,7 @@ func (c *pubStatusController) run(ctx context.Context) {
 // DisruptedPods or UnavailablePods times out (zero if never).
 func (c *pubStatusController) sync(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	pub, err := c.pubs.PodUnavailableBudgets(key.Namespace).Get(key.Name)
+	pub, err := c.pub(key)
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
 		delete(c.warned, key)
@@ -204,11 +221,10 @@ func (c *pubStatusController) sync(ctx context.Context, key cache.ObjectName) (t
 	now := c.now()
 	var recheck time.Time
 	var invalid error
-	pubs := c.client.PolicyV1alpha1().PodUnavailableBudgets(key.Namespace)
-	get := func(ctx context.Context) (*policyv1alpha1.PodUnavailableBudget, error) {
-		return pubs.Get(ctx, key.Name, metav1.GetOptions{})
+	get := func(ctx context.Context) (*kruisebeta.PodUnavailableBudget, error) {
+		return c.client.Get(ctx, key.Namespace, key.Name)
 	}
-	desired := func(p *policyv1alpha1.PodUnavailableBudget) (*policyv1alpha1.PodUnavailableBudget, bool) {
+	desired := func(p *kruisebeta.PodUnavailableBudget) (*kruisebeta.PodUnavailableBudget, bool) {
 		st, at, err := computePUBStatus(p, cov, now)
 		invalid, recheck = err, at
 		if err != nil || apiequality.Semantic.DeepEqual(p.Status, st) {
@@ -218,8 +234,9 @@ func (c *pubStatusController) sync(ctx context.Context, key cache.ObjectName) (t
 		want.Status = st
 		return want, true
 	}
-	err = updateOnConflict(ctx, pub, get, desired, func(ctx context.Context, p *policyv1alpha1.PodUnavailableBudget) error {
-		_, err := pubs.UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	// The write carries the resourceVersion read: a conflict reads again.
+	err = updateOnConflict(ctx, pub, get, desired, func(ctx context.Context, p *kruisebeta.PodUnavailableBudget) error {
+		err := c.client.UpdateStatus(ctx, p)
 		if err == nil {
 			st := p.Status
 			logger.V(2).Info("Simulated PodUnavailableBudget status", "podUnavailableBudget", klog.KObj(p),

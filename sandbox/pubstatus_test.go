@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +16,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
@@ -32,13 +32,24 @@ func webPUB() *testobj.PUBWrapper {
 	return testobj.MakePUB().Namespace(pubTestNamespace).Name("web").Generation(3)
 }
 
+// betaPUB is w's PodUnavailableBudget at policy.kruise.io/v1beta1, converted
+// as OpenKruise converts it.
+func betaPUB(t testing.TB, w *testobj.PUBWrapper) *kruisebeta.PodUnavailableBudget {
+	t.Helper()
+	pub, err := kruisebeta.FromV1alpha1(w.Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
 // webTemplate is the pod template of the test workloads.
 var webTemplate = testobj.MakePod().Label("app", "web").Template()
 
 // pubCounts are the counts of a PodUnavailableBudget's status.
 type pubCounts struct{ total, desired, current, allowed int32 }
 
-func countsOf(st policyv1alpha1.PodUnavailableBudgetStatus) pubCounts {
+func countsOf(st kruisebeta.PodUnavailableBudgetStatus) pubCounts {
 	return pubCounts{st.TotalReplicas, st.DesiredAvailable, st.CurrentAvailable, st.UnavailableAllowed}
 }
 
@@ -111,12 +122,15 @@ func TestComputePUBStatus(t *testing.T) {
 			pub:  maxOne().Disrupted(ago(19*time.Second), "a").Unavailable(ago(time.Second), "b"),
 			pods: ready("a", "b", "c", "d"), want: pubCounts{total: 4, desired: 3, current: 2, allowed: 0},
 			wantDisrupted: []string{"a"}, wantUnavailable: []string{"b"}, wantRecheck: now.Add(time.Second)},
+		{name: "a pod whose spec and status are not consistent is not available", pub: maxOne(), expected: 3,
+			pods: []*corev1.Pod{webPod("a").Obj(), webPod("b").Obj(), webPod("c").Container("app", "").Annotation("apps.kruise.io/inplace-update-grace", "{}").Obj()},
+			want: pubCounts{total: 3, desired: 2, current: 2, allowed: 0}},
 		{name: "invalid percent", pub: webPUB().MaxUnavailable(intstr.FromString("ten")), pods: ready("a"), expected: 1,
 			wantErr: "spec.maxUnavailable \"ten\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pub := tt.pub.Obj()
+			pub := betaPUB(t, tt.pub)
 			got, recheck, err := computePUBStatus(pub, pubCoverage{pods: tt.pods, expected: tt.expected}, now)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -250,16 +264,16 @@ func TestPUBCoverage(t *testing.T) {
 		{name: "neither targetRef nor selector", pub: webPUB(), wantProblem: "neither targetRef nor selector"},
 		{name: "invalid selector", pub: webPUB().Selector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}),
 			wantProblem: "spec.selector"},
-		{name: "protect-total-replicas overrides the expected count",
-			pub:      target("apps/v1", "Deployment", "web").Annotation(policyv1alpha1.PubProtectTotalReplicasAnnotation, "7"),
+		{name: "spec.protectTotalReplicas (from the v1alpha1 annotation) overrides a targetRef's expected count",
+			pub:      target("apps/v1", "Deployment", "web").Annotation(kruisebeta.PubProtectTotalReplicasAnnotation, "7"),
 			wantPods: []string{"new-1", "new-2", "old-1"}, wantExpected: 7},
-		{name: "invalid protect-total-replicas counts 0, as kruise",
-			pub:      target("apps/v1", "Deployment", "web").Annotation(policyv1alpha1.PubProtectTotalReplicasAnnotation, "many"),
-			wantPods: []string{"new-1", "new-2", "old-1"}, wantProblem: `"many" is not a 32-bit integer`},
+		{name: "spec.protectTotalReplicas overrides a selector's expected count",
+			pub:      webPUB().MatchLabels("tier", "bare").Annotation(kruisebeta.PubProtectTotalReplicasAnnotation, "3"),
+			wantPods: []string{"bare"}, wantExpected: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cov, problem := w.coverage(tt.pub.Obj())
+			cov, problem := w.coverage(betaPUB(t, tt.pub))
 			if tt.wantProblem == "" && problem != nil {
 				t.Errorf("problem = %v, want none", problem)
 			}
@@ -278,5 +292,22 @@ func TestPUBCoverage(t *testing.T) {
 				t.Errorf("expected = %d, want %d", cov.expected, tt.wantExpected)
 			}
 		})
+	}
+}
+
+// TestComputePUBStatusCountsIgnoredPods: OpenKruise's controller counts the
+// pods a PUB's spec.ignoredPodSelector selects as it counts the others
+// (countAvailablePods reads no ignoredPodSelector; only its webhook lets
+// them go without spending), so the simulation counts them too.
+func TestComputePUBStatusCountsIgnoredPods(t *testing.T) {
+	pub := betaPUB(t, webPUB().MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)))
+	pub.Spec.IgnoredPodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"track": "canary"}}
+	pods := []*corev1.Pod{webPod("a").Obj(), webPod("b").Obj(), webPod("c").Label("track", "canary").Obj()}
+	got, _, err := computePUBStatus(pub, pubCoverage{pods: pods, expected: 3}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (pubCounts{total: 3, desired: 2, current: 3, allowed: 1}); countsOf(got) != want {
+		t.Errorf("counts = %+v, want %+v (the ignored pod c counted available)", countsOf(got), want)
 	}
 }

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	kruisepub "github.com/openkruise/kruise-api/apps/pub"
-	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 )
 
 // This file decides what OpenKruise's pod webhooks decide about
@@ -22,9 +23,12 @@ import (
 // pkg/webhook/pod/validating/pod_unavailable_budget.go,
 // pkg/webhook/pod/mutating/pod_unavailable_budget.go and
 // pkg/control/pubcontrol/pub_control_utils.go). pubwebhook_server.go serves
-// it to kube-apiserver when Options.PUBWebhook is on. Like the status
-// simulation in pubstatus.go, it stands in for an external component and
-// shares no code with budgetguard's own rules in plugins/budget.
+// it to kube-apiserver when Options.PUBWebhook is on. It reads PUBs at
+// policy.kruise.io/v1beta1, as kruise's webhook does (pubclient.go). Like the
+// status simulation in pubstatus.go, it stands in for an external component
+// and shares no code with budgetguard's own rules in plugins/budget, but for
+// the test of whether a pod's spec and status are consistent
+// (budget.PodStateConsistent, kruise's IsPodStateConsistent).
 
 // Pod annotations kruise's webhooks read and write.
 const (
@@ -71,7 +75,7 @@ type pubWorkloadRef struct {
 // cannot resolve. Kruise takes the first of its cache's list, in no
 // defined order; callers pass pubs sorted by name, so the sandbox is
 // deterministic where kruise is not.
-func pubForNewPod(pod *corev1.Pod, workload *pubWorkloadRef, pubs []*policyv1alpha1.PodUnavailableBudget) *policyv1alpha1.PodUnavailableBudget {
+func pubForNewPod(pod *corev1.Pod, workload *pubWorkloadRef, pubs []*kruisebeta.PodUnavailableBudget) *kruisebeta.PodUnavailableBudget {
 	for _, pub := range pubs {
 		if ref := pub.Spec.TargetReference; ref != nil && workload != nil {
 			if sameGroupKindName(ref.APIVersion, ref.Kind, ref.Name, *workload) {
@@ -124,31 +128,38 @@ func withRelatedPUB(annotations map[string]string, name string) map[string]strin
 
 // pubPodExempt reports whether kruise's PodUnavailableBudgetValidatePod
 // admits pod before it reads any PUB: the pod carries
-// pub.kruise.io/no-protect set to a true value, or it is not Running, Ready
-// and free of terminating and of unavailable-pod.kruise.io/ labels (it
-// does not count as available, so nothing is spent). Kruise also admits a
-// pod whose state is not consistent (an in-place update or sidecar upgrade
-// under way); the sandbox updates no pod in place, so that is left out.
+// pub.kruise.io/no-protect set to a true value, or it does not count as
+// available (pubPodAvailable: not Running and Ready, terminating, labelled
+// unavailable-pod.kruise.io/, or its spec and status not consistent), so
+// nothing is spent.
 func pubPodExempt(pod *corev1.Pod) bool {
-	if allow, err := strconv.ParseBool(pod.Annotations[policyv1alpha1.PodPubNoProtectionAnnotation]); err == nil && allow {
+	if allow, err := strconv.ParseBool(pod.Annotations[kruisebeta.PodPubNoProtectionAnnotation]); err == nil && allow {
 		return true
 	}
 	return !pubPodAvailable(pod)
 }
 
-// pubProtects is kruise's isNeedPubProtection for a v1alpha1 PUB: the
-// operations in its kruise.io/pub-protect-operations annotation (comma
-// separated, empty items skipped), or DELETE, UPDATE and EVICT when it
-// lists none. Kruise compares the items as written, without trimming
-// spaces.
-func pubProtects(pub *policyv1alpha1.PodUnavailableBudget, op policyv1alpha1.PubOperation) bool {
+// pubProtects is kruise's isNeedPubProtection (getPubProtectOperations):
+// the operations of spec.protectOperations; when it is empty, those of the
+// kruise.io/pub-protect-operations annotation (comma separated, empty
+// items skipped, compared as written, without trimming spaces); when that
+// lists none, DELETE, UPDATE and EVICT.
+func pubProtects(pub *kruisebeta.PodUnavailableBudget, op kruisebeta.PubOperation) bool {
+	if len(pub.Spec.ProtectOperations) > 0 {
+		for _, o := range pub.Spec.ProtectOperations {
+			if o == op {
+				return true
+			}
+		}
+		return false
+	}
 	listed := false
-	for _, item := range strings.Split(pub.Annotations[policyv1alpha1.PubProtectOperationAnnotation], ",") {
+	for _, item := range strings.Split(pub.Annotations[kruisebeta.PubProtectOperationAnnotation], ",") {
 		if item == "" {
 			continue
 		}
 		listed = true
-		if policyv1alpha1.PubOperation(item) == op {
+		if kruisebeta.PubOperation(item) == op {
 			return true
 		}
 	}
@@ -156,26 +167,48 @@ func pubProtects(pub *policyv1alpha1.PodUnavailableBudget, op policyv1alpha1.Pub
 		return false
 	}
 	switch op {
-	case policyv1alpha1.PubDeleteOperation, policyv1alpha1.PubUpdateOperation, policyv1alpha1.PubEvictOperation:
+	case kruisebeta.PubDeleteOperation, kruisebeta.PubUpdateOperation, kruisebeta.PubEvictOperation:
 		return true
 	}
 	return false
 }
 
+// pubIgnores is kruise's isPodMatchedIgnoredPubSelector: whether pub's
+// spec.ignoredPodSelector selects pod. A nil or empty selector selects
+// nothing; one that is not valid is an error, with which kruise answers
+// the request (a 400).
+func pubIgnores(pub *kruisebeta.PodUnavailableBudget, pod *corev1.Pod) (bool, error) {
+	if pub.Spec.IgnoredPodSelector == nil {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pub.Spec.IgnoredPodSelector)
+	if err != nil {
+		return false, fmt.Errorf("podunavailablebudget %s/%s: spec.ignoredPodSelector: %w", pub.Namespace, pub.Name, err)
+	}
+	if sel.Empty() {
+		return false, nil
+	}
+	return sel.Matches(labels.Set(pod.Labels)), nil
+}
+
 // pubAdmitsFree reports whether kruise admits op on pod under pub without
 // spending anything, the checks of PodUnavailableBudgetValidatePod that
-// come before its status update, in kruise's order: pub wants no pod
-// available (status.desiredAvailable 0), does not protect op, or already
-// records pod in status.disruptedPods or status.unavailablePods. (PUB
-// v1alpha1 has no ignoredPodSelector.) The caller checks pubPodExempt
-// first.
-func pubAdmitsFree(pub *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, op policyv1alpha1.PubOperation) bool {
+// come before its status update, in kruise's order: pub's
+// spec.ignoredPodSelector selects pod, pub wants no pod available
+// (status.desiredAvailable 0), does not protect op, or already records pod
+// in status.disruptedPods or status.unavailablePods. An
+// ignoredPodSelector that is not valid is an error. The caller checks
+// pubPodExempt first.
+func pubAdmitsFree(pub *kruisebeta.PodUnavailableBudget, pod *corev1.Pod, op kruisebeta.PubOperation) (bool, error) {
+	if ignored, err := pubIgnores(pub, pod); err != nil || ignored {
+		return ignored, err
+	}
 	if pub.Status.DesiredAvailable == 0 || !pubProtects(pub, op) {
-		return true
+		return true, nil
 	}
 	_, disrupted := pub.Status.DisruptedPods[pod.Name]
 	_, unavailable := pub.Status.UnavailablePods[pod.Name]
-	return disrupted || unavailable
+	return disrupted || unavailable, nil
 }
 
 // pubSpend is kruise's checkAndDecrement: it returns a copy of pub with the
@@ -184,7 +217,7 @@ func pubAdmitsFree(pub *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, op
 // status.unavailableAllowed one lower, or kruise's 403 when the PUB allows
 // nothing or its entries are full. The caller writes the copy with pub's
 // resourceVersion.
-func pubSpend(pub *policyv1alpha1.PodUnavailableBudget, podName string, op policyv1alpha1.PubOperation, now time.Time) (*policyv1alpha1.PodUnavailableBudget, error) {
+func pubSpend(pub *kruisebeta.PodUnavailableBudget, podName string, op kruisebeta.PubOperation, now time.Time) (*kruisebeta.PodUnavailableBudget, error) {
 	st := &pub.Status
 	if st.UnavailableAllowed <= 0 {
 		return nil, apierrors.NewForbidden(pubResource, pub.Name, fmt.Errorf("pub unavailable allowed is negative"))
@@ -201,7 +234,7 @@ func pubSpend(pub *policyv1alpha1.PodUnavailableBudget, podName string, op polic
 	if st.UnavailablePods == nil {
 		st.UnavailablePods = map[string]metav1.Time{}
 	}
-	if op == policyv1alpha1.PubUpdateOperation {
+	if op == kruisebeta.PubUpdateOperation {
 		st.UnavailablePods[podName] = metav1.NewTime(now)
 	} else {
 		st.DisruptedPods[podName] = metav1.NewTime(now)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 )
 
 // This file holds the webhook's two handlers: what kruise's pod webhooks do
@@ -25,7 +26,7 @@ import (
 // request disrupts and decides it under the pod's related PUB.
 func (w *pubWebhook) validate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	var pod *corev1.Pod
-	var op policyv1alpha1.PubOperation
+	var op kruisebeta.PubOperation
 	var dryRun bool
 	switch req.Operation {
 	case admissionv1.Update:
@@ -49,7 +50,7 @@ func (w *pubWebhook) validate(ctx context.Context, req *admissionv1.AdmissionReq
 		if err := decodeOptions(req.Options.Raw, &opts); err != nil {
 			return errorResponse(err)
 		}
-		pod, op, dryRun = &oldPod, policyv1alpha1.PubUpdateOperation, len(opts.DryRun) > 0
+		pod, op, dryRun = &oldPod, kruisebeta.PubUpdateOperation, len(opts.DryRun) > 0
 	case admissionv1.Delete:
 		// Kruise admits a delete without the old object (Kubernetes
 		// before 1.16) and deletes of subresources.
@@ -64,7 +65,7 @@ func (w *pubWebhook) validate(ctx context.Context, req *admissionv1.AdmissionReq
 		if err := decodeOptions(req.Options.Raw, &opts); err != nil {
 			return errorResponse(err)
 		}
-		op, dryRun = policyv1alpha1.PubDeleteOperation, len(opts.DryRun) > 0
+		op, dryRun = kruisebeta.PubDeleteOperation, len(opts.DryRun) > 0
 	case admissionv1.Create:
 		if req.SubResource != "eviction" {
 			return admitResponse()
@@ -91,7 +92,7 @@ func (w *pubWebhook) validate(ctx context.Context, req *admissionv1.AdmissionReq
 		if err != nil {
 			return errorResponse(err)
 		}
-		op = policyv1alpha1.PubEvictOperation
+		op = kruisebeta.PubEvictOperation
 	default:
 		return admitResponse()
 	}
@@ -123,21 +124,20 @@ func decodeOptions(raw []byte, into any) error {
 // resourceVersion (not in dry-run), re-reading and deciding again on a
 // conflict, and refuses when the PUB allows nothing. An error of the
 // status update refuses too, with the error's message, as kruise does.
-func (w *pubWebhook) validatePod(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation, dryRun bool) (bool, string, error) {
+func (w *pubWebhook) validatePod(ctx context.Context, pod *corev1.Pod, op kruisebeta.PubOperation, dryRun bool) (bool, string, error) {
 	if pubPodExempt(pod) {
 		return true, "", nil
 	}
-	pubs := w.kruise.PolicyV1alpha1().PodUnavailableBudgets(pod.Namespace)
 	name := relatedPUBName(pod)
-	pub, err := pubs.Get(ctx, name, metav1.GetOptions{})
+	pub, err := w.pubs.Get(ctx, pod.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return true, "", nil
 	}
 	if err != nil {
 		return false, "", err
 	}
-	if pubAdmitsFree(pub, pod, op) {
-		return true, "", nil
+	if free, err := pubAdmitsFree(pub, pod, op); err != nil || free {
+		return free, "", err
 	}
 	mu := w.lock(pod.Namespace + "/" + name)
 	refresh := false
@@ -145,7 +145,7 @@ func (w *pubWebhook) validatePod(ctx context.Context, pod *corev1.Pod, op policy
 		mu.Lock()
 		defer mu.Unlock()
 		if refresh {
-			cur, err := pubs.Get(ctx, name, metav1.GetOptions{})
+			cur, err := w.pubs.Get(ctx, pod.Namespace, name)
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -158,7 +158,7 @@ func (w *pubWebhook) validatePod(ctx context.Context, pod *corev1.Pod, op policy
 		if err != nil || dryRun {
 			return err
 		}
-		_, err = pubs.UpdateStatus(ctx, want, metav1.UpdateOptions{})
+		err = w.pubs.UpdateStatus(ctx, want)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -195,7 +195,7 @@ func (w *pubWebhook) mutate(ctx context.Context, req *admissionv1.AdmissionReque
 		return admitResponse()
 	}
 	namespace := req.Namespace
-	list, err := w.kruise.PolicyV1alpha1().PodUnavailableBudgets(namespace).List(ctx, metav1.ListOptions{})
+	list, err := w.pubs.List(ctx, namespace, metav1.ListOptions{})
 	if err != nil {
 		w.logger.Error(err, "PUB webhook: list PodUnavailableBudgets for a new pod", "namespace", namespace)
 		return admitResponse()
@@ -203,7 +203,7 @@ func (w *pubWebhook) mutate(ctx context.Context, req *admissionv1.AdmissionReque
 	if len(list.Items) == 0 {
 		return admitResponse()
 	}
-	pubs := make([]*policyv1alpha1.PodUnavailableBudget, len(list.Items))
+	pubs := make([]*kruisebeta.PodUnavailableBudget, len(list.Items))
 	for i := range list.Items {
 		pubs[i] = &list.Items[i]
 	}

@@ -68,7 +68,10 @@ var pubConflictRetry = wait.Backoff{Steps: 4, Duration: 500 * time.Millisecond, 
 // pubWebhook is the running webhook server.
 type pubWebhook struct {
 	client kubernetes.Interface
+	// kruise is for the conversion probe, which creates a PUB at
+	// v1alpha1; pubs reads and writes PUBs at v1beta1.
 	kruise kruiseclientset.Interface
+	pubs   pubClient
 	logger klog.Logger
 	now    func() time.Time
 	// checkUpdates is kruise's PodUnavailableBudgetUpdateGate, off by
@@ -98,6 +101,9 @@ func startPUBWebhook(ctx context.Context, cfg *rest.Config, logger klog.Logger) 
 	}
 	if w.kruise, err = kruiseclientset.NewForConfig(webhookCfg); err != nil {
 		return nil, fmt.Errorf("PUB webhook: create kruise client: %w", err)
+	}
+	if w.pubs, err = newPUBClient(webhookCfg); err != nil {
+		return nil, fmt.Errorf("PUB webhook: %w", err)
 	}
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {

@@ -11,8 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
+	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
 // kruiseRefusal is the message kube-apiserver answers when kruise's webhook
@@ -135,4 +137,63 @@ func TestPUBWebhook(t *testing.T) {
 			t.Errorf("without the webhook: get ValidatingWebhookConfiguration %s: error = %v, want NotFound", PUBValidatingWebhookConfiguration, err)
 		}
 	})
+}
+
+// TestPUBWebhookIgnoredPodSelector: the webhook reads the PUB at
+// policy.kruise.io/v1beta1, as OpenKruise's does, so a pod that the PUB's
+// spec.ignoredPodSelector selects may be deleted and evicted however little
+// the PUB allows, and nothing is recorded for it; the PUB's other pods get
+// kruise's 403.
+func TestPUBWebhookIgnoredPodSelector(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cp := startControlPlane(ctx, t, DefaultOptions())
+	env := testenv.New(cp.Client).WithKruise(cp.KruiseClient).WithConfig(cp.Config)
+	ns := env.NewNamespace(t)
+	node := env.CreateNode(t, ns, testobj.MakeNode())
+	beta, err := budget.NewPUBv1beta1Client(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := env.CreatePUBv1beta1(t, testobj.MakePUB().Namespace(ns).Name("web").MatchLabels("app", "web").Obj(),
+		func(s *kruisebeta.PodUnavailableBudgetSpec) {
+			s.IgnoredPodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"track": "canary"}}
+		})
+	for name, track := range map[string]string{"stable-a": "stable", "canary-a": "canary", "canary-b": "canary"} {
+		pod := env.CreatePod(t, ns, testobj.MakePod().Name(name).Label("app", "web").Label("track", track).Node(node.Name).Container("app", ""))
+		if got := pod.Annotations[pubRelatedAnnotation]; got != "web" {
+			t.Fatalf("pod %s: annotation %s = %q, want %q", name, pubRelatedAnnotation, got, "web")
+		}
+	}
+	env.WaitForReadyPods(t, ns, map[string]string{"app": "web"}, 3)
+
+	pub.Status = kruisebeta.PodUnavailableBudgetStatus{ObservedGeneration: pub.Generation, CurrentAvailable: 3, DesiredAvailable: 3, TotalReplicas: 3}
+	if err := budget.PUBStatusClientV1beta1(beta).UpdateStatus(ctx, pub); err != nil {
+		t.Fatalf("write the PUB's status at v1beta1: %v", err)
+	}
+
+	pods := cp.Client.CoreV1().Pods(ns)
+	evict := func(name string) error {
+		return pods.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+	}
+	if err := evict("canary-a"); err != nil {
+		t.Errorf("evict canary-a, which the PUB ignores, with 0 allowed: %v", err)
+	}
+	if err := pods.Delete(ctx, "canary-b", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete canary-b, which the PUB ignores, with 0 allowed: %v", err)
+	}
+	if err := evict("stable-a"); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), kruiseRefusal(pubWebhookEviction)) {
+		t.Errorf("evict stable-a with 0 allowed: error = %v, want a 403 with %q", err, kruiseRefusal(pubWebhookEviction))
+	}
+	if err := pods.Delete(ctx, "stable-a", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), kruiseRefusal(pubWebhookPod)) {
+		t.Errorf("delete stable-a with 0 allowed: error = %v, want a 403 with %q", err, kruiseRefusal(pubWebhookPod))
+	}
+	got, err := budget.PUBStatusClientV1beta1(beta).Get(ctx, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.DisruptedPods) > 0 || got.Status.UnavailableAllowed != 0 {
+		t.Errorf("status.disruptedPods = %v, unavailableAllowed = %d; want none recorded and 0", got.Status.DisruptedPods, got.Status.UnavailableAllowed)
+	}
 }

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	policyv1alpha1 "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
@@ -25,10 +25,11 @@ func TestPUBPodExempt(t *testing.T) {
 		{"pending", testobj.MakePod().Namespace(pubTestNamespace).Name("a").Phase(corev1.PodPending).Obj(), true},
 		{"terminating", webPod("a").Terminating(now).Obj(), true},
 		{"unavailable label", webPod("a").Label("unavailable-pod.kruise.io/upgrade", "true").Obj(), true},
-		{"no-protect true", webPod("a").Annotation(policyv1alpha1.PodPubNoProtectionAnnotation, "true").Obj(), true},
-		{"no-protect 1", webPod("a").Annotation(policyv1alpha1.PodPubNoProtectionAnnotation, "1").Obj(), true},
-		{"no-protect false", webPod("a").Annotation(policyv1alpha1.PodPubNoProtectionAnnotation, "false").Obj(), false},
-		{"no-protect not a bool", webPod("a").Annotation(policyv1alpha1.PodPubNoProtectionAnnotation, "yes").Obj(), false},
+		{"in-place update in its grace period", webPod("a").Container("app", "").Annotation("apps.kruise.io/inplace-update-grace", "{}").Obj(), true},
+		{"no-protect true", webPod("a").Annotation(kruisebeta.PodPubNoProtectionAnnotation, "true").Obj(), true},
+		{"no-protect 1", webPod("a").Annotation(kruisebeta.PodPubNoProtectionAnnotation, "1").Obj(), true},
+		{"no-protect false", webPod("a").Annotation(kruisebeta.PodPubNoProtectionAnnotation, "false").Obj(), false},
+		{"no-protect not a bool", webPod("a").Annotation(kruisebeta.PodPubNoProtectionAnnotation, "yes").Obj(), false},
 	}
 	for _, tc := range tests {
 		if got := pubPodExempt(tc.pod); got != tc.want {
@@ -39,33 +40,39 @@ func TestPUBPodExempt(t *testing.T) {
 
 func TestPUBProtects(t *testing.T) {
 	const (
-		del    = policyv1alpha1.PubDeleteOperation
-		update = policyv1alpha1.PubUpdateOperation
-		evict  = policyv1alpha1.PubEvictOperation
+		del    = kruisebeta.PubDeleteOperation
+		update = kruisebeta.PubUpdateOperation
+		evict  = kruisebeta.PubEvictOperation
 	)
 	tests := []struct {
-		annotation string // "" leaves it out
-		op         policyv1alpha1.PubOperation
+		field      []kruisebeta.PubOperation // spec.protectOperations
+		annotation string                    // "" leaves it out
+		op         kruisebeta.PubOperation
 		want       bool
 	}{
-		{"", del, true},
-		{"", update, true},
-		{"", evict, true},
-		{"", "RESIZE", false},
-		{"DELETE", del, true},
-		{"DELETE", evict, false},
-		{"DELETE,EVICT", evict, true},
-		{",,", evict, true},             // no item listed: the default
-		{"DELETE, EVICT", evict, false}, // kruise does not trim
-		{"delete", del, false},
+		{nil, "", del, true},
+		{nil, "", update, true},
+		{nil, "", evict, true},
+		{nil, "", "RESIZE", false},
+		{[]kruisebeta.PubOperation{evict}, "", evict, true},
+		{[]kruisebeta.PubOperation{evict}, "", del, false},
+		{[]kruisebeta.PubOperation{del}, "EVICT", evict, false}, // the field wins
+		{nil, "DELETE", del, true},
+		{nil, "DELETE", evict, false},
+		{nil, "DELETE,EVICT", evict, true},
+		{nil, ",,", evict, true},             // no item listed: the default
+		{nil, "DELETE, EVICT", evict, false}, // kruise does not trim
+		{nil, "delete", del, false},
 	}
 	for _, tc := range tests {
-		pub := webPUB()
+		// Built at v1beta1 as it is, without the conversion that would
+		// move the annotation into the field.
+		pub := &kruisebeta.PodUnavailableBudget{Spec: kruisebeta.PodUnavailableBudgetSpec{ProtectOperations: tc.field}}
 		if tc.annotation != "" {
-			pub.Annotation(policyv1alpha1.PubProtectOperationAnnotation, tc.annotation)
+			pub.Annotations = map[string]string{kruisebeta.PubProtectOperationAnnotation: tc.annotation}
 		}
-		if got := pubProtects(pub.Obj(), tc.op); got != tc.want {
-			t.Errorf("annotation %q, operation %s: pubProtects = %v, want %v", tc.annotation, tc.op, got, tc.want)
+		if got := pubProtects(pub, tc.op); got != tc.want {
+			t.Errorf("protectOperations %v, annotation %q, operation %s: pubProtects = %v, want %v", tc.field, tc.annotation, tc.op, got, tc.want)
 		}
 	}
 }
@@ -75,21 +82,21 @@ func TestPUBAdmitsFree(t *testing.T) {
 	tests := []struct {
 		name string
 		pub  *testobj.PUBWrapper
-		op   policyv1alpha1.PubOperation
+		op   kruisebeta.PubOperation
 		want bool
 	}{
-		{"no status yet", webPUB(), policyv1alpha1.PubDeleteOperation, true},
-		{"desires none", webPUB().Status(3, 0, 0), policyv1alpha1.PubDeleteOperation, true},
-		{"spends", webPUB().Status(3, 2, 1), policyv1alpha1.PubDeleteOperation, false},
-		{"allows none", webPUB().Status(3, 3, 0), policyv1alpha1.PubEvictOperation, false},
-		{"operation not protected", webPUB().Status(3, 3, 0).Annotation(policyv1alpha1.PubProtectOperationAnnotation, "DELETE"), policyv1alpha1.PubEvictOperation, true},
-		{"recorded disrupted", webPUB().Status(3, 3, 0).Disrupted(now, "a"), policyv1alpha1.PubDeleteOperation, true},
-		{"recorded unavailable", webPUB().Status(3, 3, 0).Unavailable(now, "a"), policyv1alpha1.PubEvictOperation, true},
-		{"another pod recorded", webPUB().Status(3, 3, 0).Disrupted(now, "b"), policyv1alpha1.PubDeleteOperation, false},
+		{"no status yet", webPUB(), kruisebeta.PubDeleteOperation, true},
+		{"desires none", webPUB().Status(3, 0, 0), kruisebeta.PubDeleteOperation, true},
+		{"spends", webPUB().Status(3, 2, 1), kruisebeta.PubDeleteOperation, false},
+		{"allows none", webPUB().Status(3, 3, 0), kruisebeta.PubEvictOperation, false},
+		{"operation not protected", webPUB().Status(3, 3, 0).Annotation(kruisebeta.PubProtectOperationAnnotation, "DELETE"), kruisebeta.PubEvictOperation, true},
+		{"recorded disrupted", webPUB().Status(3, 3, 0).Disrupted(now, "a"), kruisebeta.PubDeleteOperation, true},
+		{"recorded unavailable", webPUB().Status(3, 3, 0).Unavailable(now, "a"), kruisebeta.PubEvictOperation, true},
+		{"another pod recorded", webPUB().Status(3, 3, 0).Disrupted(now, "b"), kruisebeta.PubDeleteOperation, false},
 	}
 	for _, tc := range tests {
-		if got := pubAdmitsFree(tc.pub.Obj(), webPod("a").Obj(), tc.op); got != tc.want {
-			t.Errorf("%s: pubAdmitsFree = %v, want %v", tc.name, got, tc.want)
+		if got, err := pubAdmitsFree(betaPUB(t, tc.pub), webPod("a").Obj(), tc.op); err != nil || got != tc.want {
+			t.Errorf("%s: pubAdmitsFree = %v, %v; want %v", tc.name, got, err, tc.want)
 		}
 	}
 }
@@ -104,48 +111,48 @@ func TestPUBSpend(t *testing.T) {
 	}
 	tests := []struct {
 		name          string
-		pub           *policyv1alpha1.PodUnavailableBudget
-		op            policyv1alpha1.PubOperation
+		pub           *kruisebeta.PodUnavailableBudget
+		op            kruisebeta.PubOperation
 		wantForbidden string // the refusal's message, "" for a spend
-		want          policyv1alpha1.PodUnavailableBudgetStatus
+		want          kruisebeta.PodUnavailableBudgetStatus
 	}{{
 		name: "delete spends one",
-		pub:  webPUB().Status(3, 2, 1).Obj(),
-		op:   policyv1alpha1.PubDeleteOperation,
-		want: policyv1alpha1.PodUnavailableBudgetStatus{
+		pub:  betaPUB(t, webPUB().Status(3, 2, 1)),
+		op:   kruisebeta.PubDeleteOperation,
+		want: kruisebeta.PodUnavailableBudgetStatus{
 			CurrentAvailable: 3, DesiredAvailable: 2, UnavailableAllowed: 0, TotalReplicas: 3, ObservedGeneration: 3,
 			DisruptedPods: map[string]metav1.Time{"a": at}, UnavailablePods: map[string]metav1.Time{},
 		},
 	}, {
 		name: "evict keeps other entries",
-		pub:  webPUB().Status(4, 2, 2).Disrupted(earlier, "b").Obj(),
-		op:   policyv1alpha1.PubEvictOperation,
-		want: policyv1alpha1.PodUnavailableBudgetStatus{
+		pub:  betaPUB(t, webPUB().Status(4, 2, 2).Disrupted(earlier, "b")),
+		op:   kruisebeta.PubEvictOperation,
+		want: kruisebeta.PodUnavailableBudgetStatus{
 			CurrentAvailable: 4, DesiredAvailable: 2, UnavailableAllowed: 1, TotalReplicas: 4, ObservedGeneration: 3,
 			DisruptedPods:   map[string]metav1.Time{"a": at, "b": metav1.NewTime(earlier)},
 			UnavailablePods: map[string]metav1.Time{},
 		},
 	}, {
 		name: "update goes to unavailablePods",
-		pub:  webPUB().Status(3, 2, 1).Obj(),
-		op:   policyv1alpha1.PubUpdateOperation,
-		want: policyv1alpha1.PodUnavailableBudgetStatus{
+		pub:  betaPUB(t, webPUB().Status(3, 2, 1)),
+		op:   kruisebeta.PubUpdateOperation,
+		want: kruisebeta.PodUnavailableBudgetStatus{
 			CurrentAvailable: 3, DesiredAvailable: 2, UnavailableAllowed: 0, TotalReplicas: 3, ObservedGeneration: 3,
 			DisruptedPods: map[string]metav1.Time{}, UnavailablePods: map[string]metav1.Time{"a": at},
 		},
 	}, {
 		name:          "allows none",
-		pub:           webPUB().Status(3, 3, 0).Obj(),
-		op:            policyv1alpha1.PubDeleteOperation,
+		pub:           betaPUB(t, webPUB().Status(3, 3, 0)),
+		op:            kruisebeta.PubDeleteOperation,
 		wantForbidden: `podunavailablebudget.policy.kruise.io "web" is forbidden: pub unavailable allowed is negative`,
 	}, {
 		name: "entries full",
-		pub: func() *policyv1alpha1.PodUnavailableBudget {
-			p := webPUB().Status(3, 2, 1).Obj()
+		pub: func() *kruisebeta.PodUnavailableBudget {
+			p := betaPUB(t, webPUB().Status(3, 2, 1))
 			p.Status.DisruptedPods = full
 			return p
 		}(),
-		op:            policyv1alpha1.PubDeleteOperation,
+		op:            kruisebeta.PubDeleteOperation,
 		wantForbidden: `podunavailablebudget.policy.kruise.io "web" is forbidden: DisruptedPods and UnavailablePods map too big - too many unavailable not confirmed by PUB controller`,
 	}}
 	for _, tc := range tests {
@@ -192,9 +199,9 @@ func TestPUBForNewPod(t *testing.T) {
 		{"first of several", rs, []*testobj.PUBWrapper{webPUB().Name("p").MatchLabels("app", "web"), webPUB().Name("q").TargetRef("apps/v1", "ReplicaSet", "web")}, "p"},
 	}
 	for _, tc := range tests {
-		var pubs []*policyv1alpha1.PodUnavailableBudget
+		var pubs []*kruisebeta.PodUnavailableBudget
 		for _, p := range tc.pubs {
-			pubs = append(pubs, p.Obj())
+			pubs = append(pubs, betaPUB(t, p))
 		}
 		got := ""
 		if p := pubForNewPod(pod, tc.workload, pubs); p != nil {

@@ -104,10 +104,13 @@ func (o *options) printer() (printers.ResourcePrinter, error) {
 }
 
 // objectKinds are the API group and version of the kinds the output names.
+// PodUnavailableBudgets are read at policy.kruise.io/v1beta1 where it is
+// served (OpenKruise's storage version), v1alpha1 otherwise; -o name
+// prints the group alone.
 var objectKinds = map[string]schema.GroupVersion{
 	"Pod":                  {Version: "v1"},
 	"PodDisruptionBudget":  {Group: "policy", Version: "v1"},
-	"PodUnavailableBudget": {Group: "policy.kruise.io", Version: "v1alpha1"},
+	"PodUnavailableBudget": {Group: "policy.kruise.io", Version: "v1beta1"},
 }
 
 // printNames prints each object once, in order, as kubectl's -o name does

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
@@ -180,5 +181,38 @@ func TestExplainCountsInFlight(t *testing.T) {
 	want := []string{"1 more healthy pod under pdb shop/web"}
 	if diff := cmp.Diff(want, x.Fixes); diff != "" {
 		t.Errorf("fixes (-want,+got):\n%s", diff)
+	}
+}
+
+// TestExplainDecidesDeleteUnderProtectOperations: the DELETE column is
+// each budget's answer for a delete, so a PUB that protects only EVICT
+// (spec.protectOperations, or its annotation) leaves a delete free while it
+// refuses an eviction.
+func TestExplainDecidesDeleteUnderProtectOperations(t *testing.T) {
+	for name, pub := range map[string]*PUB{
+		"spec.protectOperations": betaPUB(t, pub("web", exhausted).MatchLabels("app", "web"), func(s *kruisebeta.PodUnavailableBudgetSpec) {
+			s.ProtectOperations = []kruisebeta.PubOperation{kruisebeta.PubEvictOperation}
+		}),
+		"annotation": betaPUB(t, pub("web", exhausted).MatchLabels("app", "web").Annotation(AnnotationPUBProtectOperations, "EVICT"),
+			func(*kruisebeta.PodUnavailableBudgetSpec) {}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.add(pub)
+			x := h.c.Explain(webPod("a").Obj())
+			if len(x.Budgets) != 1 {
+				t.Fatalf("%d covering budgets, want 1", len(x.Budgets))
+			}
+			b := x.Budgets[0]
+			if b.Delete.Denial != nil || b.Delete.Spends {
+				t.Errorf("pub's DELETE verdict %+v, want free", b.Delete)
+			}
+			if b.Evict.Denial == nil || b.Evict.Denial.Reason != ReasonInsufficientBudget {
+				t.Errorf("pub's EVICT verdict %+v, want denied (InsufficientBudget)", b.Evict)
+			}
+			if !x.Delete.Free() || x.Evict.Allowed {
+				t.Errorf("decisions: delete %+v, evict %+v; want the delete free and the eviction denied", x.Delete, x.Evict)
+			}
+		})
 	}
 }

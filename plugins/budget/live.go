@@ -2,6 +2,7 @@ package budget
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -192,10 +193,28 @@ func healthyForPDB(pod *v1.Pod) bool {
 	return pod.DeletionTimestamp == nil && podReady(pod)
 }
 
-// healthyForPUB is a pod rule 5 protects: Running and Ready, and not being
-// deleted (Kruise's controller counts active pods only).
+// healthyForPUB is a pod rule 5 protects and a PUB's live count counts, as
+// OpenKruise's controller counts a pod available (pubcontrol's IsPodReady
+// and IsPodStateConsistent): Running and Ready, not being deleted, without
+// an unavailable-pod.kruise.io/ label, and with its spec and status
+// consistent (PodStateConsistent).
 func healthyForPUB(pod *v1.Pod) bool {
-	return pod.DeletionTimestamp == nil && pod.Status.Phase == v1.PodRunning && podReady(pod)
+	return pod.DeletionTimestamp == nil && pod.Status.Phase == v1.PodRunning && podReady(pod) &&
+		!hasUnavailableLabel(pod) && PodStateConsistent(pod)
+}
+
+// LabelPrefixUnavailablePod starts the labels with which OpenKruise marks a
+// pod unavailable (appspub.PubUnavailablePodLabelPrefix): such a pod does
+// not count as available to a PUB.
+const LabelPrefixUnavailablePod = "unavailable-pod.kruise.io/"
+
+func hasUnavailableLabel(pod *v1.Pod) bool {
+	for k := range pod.Labels {
+		if strings.HasPrefix(k, LabelPrefixUnavailablePod) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *livePod) healthyFor(kind BudgetKind) bool {

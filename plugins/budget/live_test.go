@@ -108,6 +108,41 @@ func TestLiveCountOfAPUBCountsAsKruisesController(t *testing.T) {
 	mustDeny(t, h.c.Decide(stray, OperationDelete), ReasonStatusBehindPods)
 }
 
+// digestPod is web pod name whose container's image is a digest, with the
+// status's imageID running imageID.
+func digestPod(name, imageID string) *v1.Pod {
+	pod := webPod(name).Obj()
+	pod.Spec.Containers = []v1.Container{{Name: "app", Image: "registry.example/web@sha256:" + strings.Repeat("a", 64)}}
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", Image: "registry.example/web:1", ImageID: imageID, Ready: true}}
+	return pod
+}
+
+// TestLiveCountOfAPUBLeavesOutInconsistentPods: OpenKruise's PUB controller
+// counts a pod available only when its spec and status are consistent
+// (IsPodStateConsistent). Pod d's spec asks for a digest that its status's
+// imageID does not run yet (an update in place under way): Ready, but not
+// available, so PUB web counts 3 of its 4 Ready pods, and once c turns not
+// Ready too a disruption of a is refused. Before, d was counted, and a
+// was let go with 2 available of 2 desired left as Kruise counts them.
+func TestLiveCountOfAPUBLeavesOutInconsistentPods(t *testing.T) {
+	h := newHarness(t)
+	h.add(pub("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).MatchLabels("app", "web").Obj())
+	stale := digestPod("d", "docker-pullable://registry.example/web@sha256:"+strings.Repeat("b", 64))
+	h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj(), stale)
+	if n := h.c.LiveHealthy(KindPUB, ns, "web"); n != 3 {
+		t.Errorf("live count of pub web: %d, want 3 (d's image is not the digest its spec asks for)", n)
+	}
+	h.podEvent(notReady("c"), false)
+	mustDeny(t, h.c.Decide(webPod("a").Obj(), OperationDelete), ReasonStatusBehindPods)
+
+	running := digestPod("d", "docker-pullable://registry.example/web@sha256:"+strings.Repeat("a", 64))
+	h.podEvent(running, false)
+	if n := h.c.LiveHealthy(KindPUB, ns, "web"); n != 3 {
+		t.Errorf("live count of pub web once d runs its digest: %d, want 3 (a, b, d)", n)
+	}
+	mustAllow(t, h.c.Decide(webPod("a").Obj(), OperationDelete))
+}
+
 // TestDecisionFromTheMemoKeepsARelatedPUB: pod a is counted under PDB web
 // alone, but its related-pub annotation names PUB other, which allows
 // nothing. A decision about the informer's own object (which the memo of

@@ -247,11 +247,13 @@ func pubIgnores(pub *PUB, pod *v1.Pod) (bool, error) {
 
 // pubExempts reports whether pub leaves pod to go for op whatever its
 // numbers, in the order of OpenKruise's PodUnavailableBudgetValidatePod: the
-// pod opts out or is not Running and Ready; the PUB ignores it, wants no pod
-// available, or does not protect op. An ignoredPodSelector that does not
-// parse exempts nothing (evaluatePUB refuses, as Kruise's webhook errs).
+// pod opts out or does not count as available (healthyForPUB: not Running
+// and Ready, or its spec and status are not consistent); the PUB ignores
+// it, wants no pod available, or does not protect op. An ignoredPodSelector
+// that does not parse exempts nothing (evaluatePUB refuses, as Kruise's
+// webhook errs).
 func pubExempts(pod *v1.Pod, pub *PUB, op Operation) bool {
-	if pubNoProtect(pod) || pod.Status.Phase != v1.PodRunning || !podReady(pod) {
+	if pubNoProtect(pod) || !healthyForPUB(pod) {
 		return true
 	}
 	ignored, err := pubIgnores(pub, pod)

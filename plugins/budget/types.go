@@ -51,7 +51,8 @@ type BudgetKind string
 const (
 	// KindPDB is a policy/v1 PodDisruptionBudget.
 	KindPDB BudgetKind = "PodDisruptionBudget"
-	// KindPUB is a policy.kruise.io/v1alpha1 PodUnavailableBudget.
+	// KindPUB is an OpenKruise PodUnavailableBudget (policy.kruise.io,
+	// read at v1beta1 where served, else v1alpha1).
 	KindPUB BudgetKind = "PodUnavailableBudget"
 )
 

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/kubectlplugin"
 	"github.com/budgetguard/budgetguard/internal/testenv"
 	"github.com/budgetguard/budgetguard/internal/testobj"
@@ -89,4 +90,23 @@ func TestPUBDenies(t *testing.T) {
 	testenv.WaitFor(t, testenv.DefaultWait, "status of pub api", env.PUBStatusIs(ns, "api", 2, 2, 0))
 
 	expect(t, kubectl(t, "why", pods[0].Name, "-n", ns), 0, "why-pub-denied.txt", stabilizer(ns, "api"))
+}
+
+// TestPUBProtectingEvictionOnly: a PodUnavailableBudget of
+// policy.kruise.io/v1beta1 whose spec.protectOperations lists EVICT alone,
+// with no unavailability left, denies an eviction; a delete it leaves
+// free, in its DELETE column and in the preemption-delete decision, as
+// OpenKruise's webhook does.
+func TestPUBProtectingEvictionOnly(t *testing.T) {
+	ns, node := namespaceWithNode(t)
+	tmpl := testobj.BoundPod(node).Label("app", "api").Template()
+	env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name("api").Replicas(2).Template(tmpl))
+	pods := env.WaitForReadyPods(t, ns, map[string]string{"app": "api"}, 2)
+	env.CreatePUBv1beta1(t, testobj.MakePUB().Namespace(ns).Name("api").TargetRef("apps/v1", "ReplicaSet", "api").MaxUnavailable(intstr.FromInt32(0)).Obj(),
+		func(s *kruisebeta.PodUnavailableBudgetSpec) {
+			s.ProtectOperations = []kruisebeta.PubOperation{kruisebeta.PubEvictOperation}
+		})
+	testenv.WaitFor(t, testenv.DefaultWait, "status of pub api", env.PUBStatusIs(ns, "api", 2, 2, 0))
+
+	expect(t, kubectl(t, "why", pods[0].Name, "-n", ns), 0, "why-pub-evict-only.txt", stabilizer(ns, "api"))
 }

@@ -45,7 +45,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: start the sandbox control plane: %v\n", err)
 		return 1
 	}
-	env = testenv.New(cp.Client).WithKruise(cp.KruiseClient)
+	env = testenv.New(cp.Client).WithKruise(cp.KruiseClient).WithConfig(cp.Config)
 	code := m.Run()
 	if err := cp.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: stop the sandbox control plane: %v\n", err)

@@ -173,6 +173,11 @@ func TestLintWithoutPUBRights(t *testing.T) {
 	if !want.MatchString(r.errOut) {
 		t.Errorf("stderr %q does not match %q", r.errOut, want)
 	}
+	// The sandbox serves policy.kruise.io/v1beta1: the plugin reads PUBs
+	// there, and the refused request says so.
+	if beta := "/apis/policy.kruise.io/v1beta1/"; !strings.Contains(r.errOut, beta) {
+		t.Errorf("stderr %q does not name the refused request at %s", r.errOut, beta)
+	}
 	if took > 10*time.Second {
 		t.Errorf("lint took %s to report a refusal the first list got", took.Round(time.Millisecond))
 	}
