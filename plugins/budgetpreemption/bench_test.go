@@ -3,10 +3,12 @@ package budgetpreemption
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -114,11 +116,12 @@ func BenchmarkVictimSelection(b *testing.B) {
 
 // unbudgetedNodes is upstream's PreemptionBasic shape with no budget: nodes
 // full of low-priority 900m pods, perNode on each, with 400m to spare (4
-// pods on a 4-CPU node, as upstream's), Running and Ready, labelled with
-// applications no budget selects. Every 3-CPU preemptor needs 3 victims on
-// any node whatever perNode is, so a larger perNode adds pods to look at
-// and reprieve, not victims.
-func unbudgetedNodes(nodes, perNode int) ([]*v1.Node, []*v1.Pod) {
+// pods on a 4-CPU node, as upstream's). Every 3-CPU preemptor needs 3
+// victims on any node whatever perNode is, so a larger perNode adds pods to
+// look at and reprieve, not victims. With running false the pods are as
+// scheduler_perf leaves them, with no kubelet: Pending, never started; with
+// running true they are Running, Ready and started a second apart.
+func unbudgetedNodes(nodes, perNode int, running bool) ([]*v1.Node, []*v1.Pod) {
 	var ns []*v1.Node
 	var ps []*v1.Pod
 	for n := range nodes {
@@ -127,18 +130,22 @@ func unbudgetedNodes(nodes, perNode int) ([]*v1.Node, []*v1.Pod) {
 			v1.ResourceCPU: fmt.Sprintf("%dm", perNode*900+400), v1.ResourcePods: "110",
 		}).Obj())
 		for j := range perNode {
-			ps = append(ps, unbudgetedPod(fmt.Sprintf("low-%03d-%02d", n, j), name, fmt.Sprintf("app-%d", j%4)))
+			ps = append(ps, unbudgetedPod(fmt.Sprintf("low-%03d-%02d", n, j), name, j, running))
 		}
 	}
 	return ns, ps
 }
 
-// unbudgetedPod is upstream's pod-low-priority (900m, priority 0), Running
-// and Ready on nodeName.
-func unbudgetedPod(name, nodeName, app string) *v1.Pod {
-	return st.MakePod().Namespace(ns).Name(name).UID(name).Node(nodeName).Label("app", app).
-		Req(map[v1.ResourceName]string{v1.ResourceCPU: "900m"}).Phase(v1.PodRunning).
-		Condition(v1.PodReady, v1.ConditionTrue, "").Obj()
+// unbudgetedPod is upstream's pod-low-priority (900m, priority 0) on
+// nodeName, the j-th there; see unbudgetedNodes for running.
+func unbudgetedPod(name, nodeName string, j int, running bool) *v1.Pod {
+	w := st.MakePod().Namespace(ns).Name(name).UID(name).Node(nodeName).Label("app", fmt.Sprintf("app-%d", j%4)).
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: "900m"})
+	if !running {
+		return w.Phase(v1.PodPending).Obj()
+	}
+	started := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, j, 0, time.UTC))
+	return w.Phase(v1.PodRunning).Condition(v1.PodReady, v1.ConditionTrue, "").StartTime(started).Obj()
 }
 
 // highPriorityPreemptor is upstream's pod-high-priority: 3 CPU, priority 10.
@@ -150,45 +157,47 @@ func highPriorityPreemptor() *v1.Pod { return preemptor("3", 10) }
 var benchPlugins = []string{"DefaultPreemption", Name}
 
 // BenchmarkSelectVictimsNoBudget times SelectVictimsOnNode, budgetguard's
-// and upstream's, on one node whose pods no budget covers (the cache holds
-// a PDB of another application in the same namespace). Each iteration
-// works on a fresh copy of the node and the cycle state, as the
-// Evaluator's dry run does; both plugins pay for the copy.
+// and upstream's, on one node whose pods no budget covers, in a cluster
+// with no budget, as on upstream's scheduler_perf workloads. Each iteration
+// works on a fresh copy of the node and of the cycle state, as the
+// Evaluator's dry run does; both plugins pay for the copies.
 func BenchmarkSelectVictimsNoBudget(b *testing.B) {
-	for _, perNode := range []int{4, 16, 32} {
-		for _, plugin := range benchPlugins {
-			b.Run(fmt.Sprintf("pods=%d/plugin=%s", perNode, plugin), func(b *testing.B) {
-				nodes, pods := unbudgetedNodes(1, perNode)
-				e := quietEnv(b, nodes, pods, []*policyv1.PodDisruptionBudget{appPDB("elsewhere", 3, 2, 1).Obj()})
-				var sel preemption.Interface = e.pl
-				if plugin != Name {
-					sel = upstreamPreemption(b, e)
-				}
-				p := highPriorityPreemptor()
-				state, nodeInfos := e.preFilter(b, p)
-				state.Write(blockKey, &blockRecorder{})
-				state.Write(expendableKey, &expendableRecorder{})
-				b.ResetTimer()
-				for b.Loop() {
-					victims, _, s := sel.SelectVictimsOnNode(e.ctx, state.Clone(), p, nodeInfos[0].Snapshot(), nil)
-					if !s.IsSuccess() || len(victims) != 3 {
-						b.Fatalf("want 3 victims, got %d: %v", len(victims), s)
+	for _, victims := range []string{"pending", "running"} {
+		for _, perNode := range []int{4, 32} {
+			for _, plugin := range benchPlugins {
+				b.Run(fmt.Sprintf("victims=%s/pods=%d/plugin=%s", victims, perNode, plugin), func(b *testing.B) {
+					nodes, pods := unbudgetedNodes(1, perNode, victims == "running")
+					e := quietEnv(b, nodes, pods, nil)
+					var sel preemption.Interface = e.pl
+					if plugin != Name {
+						sel = upstreamPreemption(b, e)
 					}
-				}
-			})
+					p := highPriorityPreemptor()
+					state, nodeInfos := e.preFilter(b, p)
+					state.Write(blockKey, &blockRecorder{})
+					state.Write(expendableKey, &expendableRecorder{})
+					b.ResetTimer()
+					for b.Loop() {
+						victims, _, s := sel.SelectVictimsOnNode(e.ctx, state.Clone(), p, nodeInfos[0].Snapshot(), nil)
+						if !s.IsSuccess() || len(victims) != 3 {
+							b.Fatalf("want 3 victims, got %d: %v", len(victims), s)
+						}
+					}
+				})
+			}
 		}
 	}
 }
 
 // BenchmarkVictimSelectionNoBudget is BenchmarkVictimSelection on upstream's
-// PreemptionBasic shape at 500 nodes (4 pods of 900m on each 4-CPU node,
-// no budget covering any): the dry run on the candidate nodes and the
-// choice among them.
+// PreemptionBasic at 500 nodes, pods as scheduler_perf leaves them (4
+// Pending pods of 900m on each 4-CPU node) and no budget: the dry run on
+// the candidate nodes and the choice among them.
 func BenchmarkVictimSelectionNoBudget(b *testing.B) {
 	for _, plugin := range benchPlugins {
 		b.Run("nodes=500/plugin="+plugin, func(b *testing.B) {
-			nodes, pods := unbudgetedNodes(500, 4)
-			benchmarkVictimSelection(b, plugin != Name, nodes, pods, []*policyv1.PodDisruptionBudget{appPDB("elsewhere", 3, 2, 1).Obj()}, highPriorityPreemptor())
+			nodes, pods := unbudgetedNodes(500, 4, false)
+			benchmarkVictimSelection(b, plugin != Name, nodes, pods, nil, highPriorityPreemptor())
 		})
 	}
 }
