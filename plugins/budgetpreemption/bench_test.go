@@ -50,7 +50,7 @@ func benchSnapshot() ([]*v1.Node, []*v1.Pod, []*policyv1.PodDisruptionBudget) {
 
 // upstreamPreemption is upstream's DefaultPreemption on e's framework, with
 // the candidate-node arithmetic budgetguard's defaults use.
-func upstreamPreemption(b *testing.B, e *env) *defaultpreemption.DefaultPreemption {
+func upstreamPreemption(b testing.TB, e *env) *defaultpreemption.DefaultPreemption {
 	dp, err := defaultpreemption.New(e.ctx, &schedconfig.DefaultPreemptionArgs{
 		MinCandidateNodesPercentage: DefaultMinCandidateNodesPercentage,
 		MinCandidateNodesAbsolute:   DefaultMinCandidateNodesAbsolute,
