@@ -67,15 +67,9 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 	x := c.live
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	self := x.selfOf(pod)
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*PUB
-	pdbs, memo := self.memo(pod, pdbBuf[:0])
-	pubs := pubBuf[:0]
-	countedPUBs := 0
-	if !memo {
-		pdbs, pubs, countedPUBs = c.coveringInto(pod, pdbs, pubs)
-	}
+	self, pdbs, pubs, countedPUBs := c.coveringLocked(pod, pdbBuf[:0], pubBuf[:0])
 
 	// Rule 2.
 	if len(pdbs) > 1 {
@@ -151,6 +145,40 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		}
 	}
 	return d, spends
+}
+
+// coveringLocked returns pod's livePod and appends the budgets that cover
+// pod to pdbs and pubs, as decide weighs them: from the pod's memo when it
+// answers, else from the indexes (see coveringInto, whose count of the PUBs
+// that count pod it returns too). The caller holds c.live.mu (a read lock
+// is enough).
+func (c *Cache) coveringLocked(pod *v1.Pod, pdbs []*pdbEntry, pubs []*PUB) (*livePod, []*pdbEntry, []*PUB, int) {
+	self := c.live.selfOf(pod)
+	pdbs, memo := self.memo(pod, pdbs)
+	if memo {
+		return self, pdbs, pubs, 0
+	}
+	pdbs, pubs, counted := c.coveringInto(pod, pdbs, pubs)
+	return self, pdbs, pubs, counted
+}
+
+// Covered reports whether a budget has a say in pod's disruption: whether
+// rule 1 leaves pod to the budgets and a PDB or PUB covers it, as decide
+// looks them up. When it reports false, Decide and Plan.Add answer for pod
+// as for a pod under no budget, under every operation: allowed, spending
+// nothing (Decision.Free). A caller may then skip deciding pod, until the
+// budgets change. It allocates nothing.
+func (c *Cache) Covered(pod *v1.Pod) bool {
+	if ignoresBudgets(pod) {
+		return false
+	}
+	x := c.live
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var pdbBuf [2]*pdbEntry
+	var pubBuf [2]*PUB
+	_, pdbs, pubs, _ := c.coveringLocked(pod, pdbBuf[:0], pubBuf[:0])
+	return len(pdbs) > 0 || len(pubs) > 0
 }
 
 // multiplePDBs is rule 2's refusal.

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
@@ -46,6 +48,59 @@ func TestDecideUnderOneBudgetAllocatesNothing(t *testing.T) {
 			}
 			if n := testing.AllocsPerRun(100, func() { h.c.Decide(tc.pod, tc.op) }); n != 0 {
 				t.Errorf("Decide allocates %v times per call, want 0", n)
+			}
+		})
+	}
+}
+
+// TestCoveredAnswersAsDecide: Covered finds the budgets decide finds, from
+// the memo of a counted pod or from the indexes, and leaves out the pods
+// rule 1 exempts; a pod it calls uncovered is decided free under every
+// operation, alone and in a plan. It allocates nothing.
+func TestCoveredAnswersAsDecide(t *testing.T) {
+	h := newHarness(t)
+	canary := betaPUB(t, pub("canary", oneLeft).MatchLabels("app", "canary"), func(s *kruisebeta.PodUnavailableBudgetSpec) {
+		s.IgnoredPodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"track": "canary"}}
+	})
+	h.add(webPDB("web", oneLeft).Obj(), pub("guard", oneLeft).MatchLabels("app", "guard").Obj(), pub("related", oneLeft).Obj(), canary)
+	counted := webPod("counted").Obj()
+	countedFree := testobj.RunningPod(ns, "counted-free").Label("app", "cache").Obj()
+	h.livePods(counted, countedFree)
+	cases := []struct {
+		name string
+		pod  *v1.Pod
+		want bool
+	}{
+		{"under no budget", testobj.RunningPod(ns, "a").Label("app", "cache").Obj(), false},
+		{"under no budget, counted (the memo answers)", countedFree, false},
+		{"under a PDB", webPod("b").Obj(), true},
+		{"under a PDB, counted (the memo answers)", counted, true},
+		{"under a PDB, Pending (rule 1)", webPod("c").Phase(v1.PodPending).Obj(), false},
+		{"under a PDB, terminating (rule 1)", webPod("d").Terminating(epoch).Obj(), false},
+		{"under a PUB by selector", testobj.RunningPod(ns, "e").Label("app", "guard").Obj(), true},
+		{"tied to a PUB by its related-pub annotation", testobj.RunningPod(ns, "f").Annotation(AnnotationPodRelatedPUB, "related").Obj(), true},
+		{"selected by a PUB that ignores it", testobj.RunningPod(ns, "g").Label("app", "canary").Label("track", "canary").Obj(), true},
+		{"in another namespace", testobj.RunningPod("other", "h").Label("app", "web").Obj(), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := h.c.Covered(tc.pod); got != tc.want {
+				t.Fatalf("Covered = %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				for _, op := range []Operation{OperationEvict, OperationDelete, OperationDeleteOrEvict} {
+					if d := h.c.Decide(tc.pod, op); !d.Free() {
+						t.Errorf("%s: Decide = %+v for a pod Covered calls uncovered, want free", op, d)
+					}
+					plan := h.c.NewPlan(op)
+					plan.Add(webPod("b").Obj())
+					if d := plan.Add(tc.pod); !d.Free() {
+						t.Errorf("%s: Plan.Add = %+v for a pod Covered calls uncovered, want free", op, d)
+					}
+				}
+			}
+			if n := testing.AllocsPerRun(100, func() { h.c.Covered(tc.pod) }); n != 0 {
+				t.Errorf("Covered allocates %v times per call, want 0", n)
 			}
 		})
 	}

@@ -3,15 +3,18 @@ package budgetpreemption
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
@@ -45,26 +48,39 @@ func benchSnapshot() ([]*v1.Node, []*v1.Pod, []*policyv1.PodDisruptionBudget) {
 	return nodes, pods, pdbs
 }
 
+// upstreamPreemption is upstream's DefaultPreemption on e's framework, with
+// the candidate-node arithmetic budgetguard's defaults use.
+func upstreamPreemption(b testing.TB, e *env) *defaultpreemption.DefaultPreemption {
+	dp, err := defaultpreemption.New(e.ctx, &schedconfig.DefaultPreemptionArgs{
+		MinCandidateNodesPercentage: DefaultMinCandidateNodesPercentage,
+		MinCandidateNodesAbsolute:   DefaultMinCandidateNodesAbsolute,
+	}, e.fw, feature.Features{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dp
+}
+
+// quietEnv is newEnv with a logger that discards: upstream logs every
+// victim at V(5), and the test logger would print it.
+func quietEnv(b *testing.B, nodes []*v1.Node, pods []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget) *env {
+	e := newEnv(b, nil, nodes, pods, pdbs)
+	e.ctx = klog.NewContext(e.ctx, logr.Discard())
+	return e
+}
+
 // benchmarkVictimSelection times what PostFilter does before actuation:
 // the dry run on every node and the choice of a candidate.
-func benchmarkVictimSelection(b *testing.B, upstream bool) {
-	nodes, pods, pdbs := benchSnapshot()
-	e := newEnv(b, nil, nodes, pods, pdbs)
-	// Upstream logs every victim at V(5); the test logger would print it.
-	e.ctx = klog.NewContext(e.ctx, logr.Discard())
+func benchmarkVictimSelection(b *testing.B, upstream bool, nodes []*v1.Node, pods []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget, preemptor *v1.Pod) {
+	e := quietEnv(b, nodes, pods, pdbs)
 	ev := e.pl.Evaluator
 	if upstream {
-		dp, err := defaultpreemption.New(e.ctx, &schedconfig.DefaultPreemptionArgs{
-			MinCandidateNodesPercentage: DefaultMinCandidateNodesPercentage,
-			MinCandidateNodesAbsolute:   DefaultMinCandidateNodesAbsolute,
-		}, e.fw, feature.Features{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ev = dp.Evaluator
+		ev = upstreamPreemption(b, e).Evaluator
 	}
-	preemptor := preemptor("2", 100)
 	state, nodeInfos := e.preFilter(b, preemptor)
+	// PostFilter gives the dry runs its recorders.
+	state.Write(blockKey, &blockRecorder{})
+	state.Write(expendableKey, &expendableRecorder{})
 	lister := e.fw.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	n := int32(len(nodeInfos))
 	b.ResetTimer()
@@ -88,6 +104,100 @@ func benchmarkVictimSelection(b *testing.B, upstream bool) {
 // DefaultPreemption on the same snapshot (benchNodes × benchPodsPerNode ×
 // benchPDBs).
 func BenchmarkVictimSelection(b *testing.B) {
-	b.Run("BudgetAwarePreemption", func(b *testing.B) { benchmarkVictimSelection(b, false) })
-	b.Run("DefaultPreemption", func(b *testing.B) { benchmarkVictimSelection(b, true) })
+	b.Run("BudgetAwarePreemption", func(b *testing.B) {
+		nodes, pods, pdbs := benchSnapshot()
+		benchmarkVictimSelection(b, false, nodes, pods, pdbs, preemptor("2", 100))
+	})
+	b.Run("DefaultPreemption", func(b *testing.B) {
+		nodes, pods, pdbs := benchSnapshot()
+		benchmarkVictimSelection(b, true, nodes, pods, pdbs, preemptor("2", 100))
+	})
+}
+
+// unbudgetedNodes is upstream's PreemptionBasic shape with no budget: nodes
+// full of low-priority 900m pods, perNode on each, with 400m to spare (4
+// pods on a 4-CPU node, as upstream's). Every 3-CPU preemptor needs 3
+// victims on any node whatever perNode is, so a larger perNode adds pods to
+// look at and reprieve, not victims. With running false the pods are as
+// scheduler_perf leaves them, with no kubelet: Pending, never started; with
+// running true they are Running, Ready and started a second apart.
+func unbudgetedNodes(nodes, perNode int, running bool) ([]*v1.Node, []*v1.Pod) {
+	var ns []*v1.Node
+	var ps []*v1.Pod
+	for n := range nodes {
+		name := fmt.Sprintf("node-%03d", n)
+		ns = append(ns, st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{
+			v1.ResourceCPU: fmt.Sprintf("%dm", perNode*900+400), v1.ResourcePods: "110",
+		}).Obj())
+		for j := range perNode {
+			ps = append(ps, unbudgetedPod(fmt.Sprintf("low-%03d-%02d", n, j), name, j, running))
+		}
+	}
+	return ns, ps
+}
+
+// unbudgetedPod is upstream's pod-low-priority (900m, priority 0) on
+// nodeName, the j-th there; see unbudgetedNodes for running.
+func unbudgetedPod(name, nodeName string, j int, running bool) *v1.Pod {
+	w := st.MakePod().Namespace(ns).Name(name).UID(name).Node(nodeName).Label("app", fmt.Sprintf("app-%d", j%4)).
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: "900m"})
+	if !running {
+		return w.Phase(v1.PodPending).Obj()
+	}
+	started := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, j, 0, time.UTC))
+	return w.Phase(v1.PodRunning).Condition(v1.PodReady, v1.ConditionTrue, "").StartTime(started).Obj()
+}
+
+// highPriorityPreemptor is upstream's pod-high-priority: 3 CPU, priority 10.
+func highPriorityPreemptor() *v1.Pod { return preemptor("3", 10) }
+
+// benchPlugins are the two plugins a benchmark compares, as the values of
+// its plugin= sub-benchmarks, so that benchstat -col /plugin puts them side
+// by side.
+var benchPlugins = []string{"DefaultPreemption", Name}
+
+// BenchmarkSelectVictimsNoBudget times SelectVictimsOnNode, budgetguard's
+// and upstream's, on one node whose pods no budget covers, in a cluster
+// with no budget, as on upstream's scheduler_perf workloads. Each iteration
+// works on a fresh copy of the node and of the cycle state, as the
+// Evaluator's dry run does; both plugins pay for the copies.
+func BenchmarkSelectVictimsNoBudget(b *testing.B) {
+	for _, victims := range []string{"pending", "running"} {
+		for _, perNode := range []int{4, 32} {
+			for _, plugin := range benchPlugins {
+				b.Run(fmt.Sprintf("victims=%s/pods=%d/plugin=%s", victims, perNode, plugin), func(b *testing.B) {
+					nodes, pods := unbudgetedNodes(1, perNode, victims == "running")
+					e := quietEnv(b, nodes, pods, nil)
+					var sel preemption.Interface = e.pl
+					if plugin != Name {
+						sel = upstreamPreemption(b, e)
+					}
+					p := highPriorityPreemptor()
+					state, nodeInfos := e.preFilter(b, p)
+					state.Write(blockKey, &blockRecorder{})
+					state.Write(expendableKey, &expendableRecorder{})
+					b.ResetTimer()
+					for b.Loop() {
+						victims, _, s := sel.SelectVictimsOnNode(e.ctx, state.Clone(), p, nodeInfos[0].Snapshot(), nil)
+						if !s.IsSuccess() || len(victims) != 3 {
+							b.Fatalf("want 3 victims, got %d: %v", len(victims), s)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkVictimSelectionNoBudget is BenchmarkVictimSelection on upstream's
+// PreemptionBasic at 500 nodes, pods as scheduler_perf leaves them (4
+// Pending pods of 900m on each 4-CPU node) and no budget: the dry run on
+// the candidate nodes and the choice among them.
+func BenchmarkVictimSelectionNoBudget(b *testing.B) {
+	for _, plugin := range benchPlugins {
+		b.Run("nodes=500/plugin="+plugin, func(b *testing.B) {
+			nodes, pods := unbudgetedNodes(500, 4, false)
+			benchmarkVictimSelection(b, plugin != Name, nodes, pods, nil, highPriorityPreemptor())
+		})
+	}
 }

@@ -406,27 +406,40 @@ type potentialVictim struct {
 //     AlwaysAllow) are preferred;
 //   - the returned count is denied*2^20 + spending victims, which the
 //     Evaluator minimises first when it picks a node.
+//
+// On a node where no budget covers any potential victim, none of this
+// changes the outcome, and it takes upstream's reprieve without deciding
+// (reprieveUnbudgeted).
 func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo, _ []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
+	if budget.NodeBeingRemoved(nodeInfo.Node()) {
+		// Victims here would make room on a node that is going away.
+		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node is being removed by cluster-autoscaler (taint "+budget.TaintToBeDeleted+")")
+	}
+	if s := pl.refusedOn(pod, nodeInfo.Node().Name, pl.operation(pod), recorderFrom(state)); s != nil {
+		return nil, 0, s
+	}
+	if unbudgeted, ok := pl.unbudgetedVictims(pod, nodeInfo); ok {
+		// No budget has a say on this node: upstream's reprieve, which is
+		// what the rules above come to here (see reprieveUnbudgeted).
+		t := nodeTrial{pl: pl, ctx: ctx, state: state, preemptor: pod, nodeInfo: nodeInfo, logger: klog.FromContext(ctx)}
+		return t.reprieveUnbudgeted(unbudgeted)
+	}
+	return pl.selectDeciding(ctx, state, pod, nodeInfo)
+}
+
+// selectDeciding is SelectVictimsOnNode on a node it may take victims on
+// where a budget covers a potential victim: each is decided, and the rules
+// of SelectVictimsOnNode applied.
+func (pl *BudgetAwarePreemption) selectDeciding(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) ([]*v1.Pod, int, *fwk.Status) {
 	strict := pl.strict(pod)
 	op := pl.operation(pod)
 	rec := recorderFrom(state)
 	t := &nodeTrial{pl: pl, ctx: ctx, state: state, preemptor: pod, nodeInfo: nodeInfo, logger: klog.FromContext(ctx)}
 
-	if budget.NodeBeingRemoved(nodeInfo.Node()) {
-		// Victims here would make room on a node that is going away.
-		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node is being removed by cluster-autoscaler (taint "+budget.TaintToBeDeleted+")")
-	}
-	if s := pl.refusedOn(pod, nodeInfo.Node().Name, op, rec); s != nil {
-		return nil, 0, s
-	}
-
 	var potential, protected []potentialVictim
 	for _, pi := range nodeInfo.GetPods() {
 		p := pi.GetPod()
-		if corev1helpers.PodPriority(p) >= corev1helpers.PodPriority(pod) {
-			continue
-		}
-		if pl.args.HonorSafeToEvictAnnotation && budget.AutoscalerForbidsEviction(p) {
+		if !pl.mayPreempt(pod, p) {
 			continue
 		}
 		d := pl.budgets.Decide(p, op)

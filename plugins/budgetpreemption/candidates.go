@@ -36,28 +36,35 @@ import (
 //
 // Ties left are broken as upstream does, by the first node in its list.
 func (pl *BudgetAwarePreemption) scoreFuncs(nodesToVictims map[string]*extenderv1.Victims) []func(string) int64 {
-	deletionCandidate := make(map[string]bool, len(nodesToVictims))
-	if lister := pl.fh.SnapshotSharedLister(); lister != nil {
-		for name := range nodesToVictims {
-			if ni, err := lister.NodeInfos().Get(name); err == nil && ni != nil {
-				deletionCandidate[name] = budget.NodeDeletionCandidate(ni.Node())
-			}
-		}
+	// A criterion that scores every node alike keeps them all, in order, so
+	// criteria 1 and 3 are left out where no candidate has a victim they
+	// count: with no budget involved, the list is upstream's with criterion
+	// 2 in place of its first.
+	var denied, spending bool
+	for _, v := range nodesToVictims {
+		denied = denied || v.NumPDBViolations/deniedWeight != 0
+		spending = spending || v.NumPDBViolations%deniedWeight != 0
 	}
-	return []func(string) int64{
-		func(node string) int64 { return -(nodesToVictims[node].NumPDBViolations / deniedWeight) },
-		func(node string) int64 {
-			if deletionCandidate[node] {
-				return 0
-			}
+	lister := pl.fh.SnapshotSharedLister()
+	funcs := make([]func(string) int64, 0, 7)
+	if denied {
+		funcs = append(funcs, func(node string) int64 { return -(nodesToVictims[node].NumPDBViolations / deniedWeight) })
+	}
+	// The Evaluator scores each node left once a criterion: the node is
+	// looked up then, not beforehand for every candidate.
+	funcs = append(funcs, func(node string) int64 {
+		if lister == nil {
 			return 1
-		},
-		func(node string) int64 {
-			if pl.args.Mode != ModeStrict {
-				return 0
-			}
-			return -(nodesToVictims[node].NumPDBViolations % deniedWeight)
-		},
+		}
+		if ni, err := lister.NodeInfos().Get(node); err == nil && ni != nil && budget.NodeDeletionCandidate(ni.Node()) {
+			return 0
+		}
+		return 1
+	})
+	if spending && pl.args.Mode == ModeStrict {
+		funcs = append(funcs, func(node string) int64 { return -(nodesToVictims[node].NumPDBViolations % deniedWeight) })
+	}
+	return append(funcs,
 		func(node string) int64 {
 			// Victims are ordered most important first.
 			return -int64(corev1helpers.PodPriority(nodesToVictims[node].Pods[0]))
@@ -79,5 +86,5 @@ func (pl *BudgetAwarePreemption) scoreFuncs(nodesToVictims map[string]*extenderv
 			}
 			return t.UnixNano()
 		},
-	}
+	)
 }

@@ -2,6 +2,7 @@ package budgetpreemption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -56,20 +57,27 @@ func (r *expendableRecorder) add(node string, victims []*v1.Pod, potential []pot
 	if r == nil {
 		return
 	}
-	chosen := make(map[types.UID]bool, len(victims))
-	for _, p := range victims {
-		chosen[p.UID] = true
-	}
 	var out []expendableVictim
-	for _, pv := range potential {
-		p := pv.pi.GetPod()
-		if !pv.expendable || !chosen[p.UID] {
-			continue
+	if slices.ContainsFunc(potential, func(pv potentialVictim) bool { return pv.expendable }) {
+		chosen := make(map[types.UID]bool, len(victims))
+		for _, p := range victims {
+			chosen[p.UID] = true
 		}
-		out = append(out, expendableVictim{pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, budgets: coveringBudgets(pv.d)})
+		for _, pv := range potential {
+			p := pv.pi.GetPod()
+			if !pv.expendable || !chosen[p.UID] {
+				continue
+			}
+			out = append(out, expendableVictim{pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, budgets: coveringBudgets(pv.d)})
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(out) == 0 {
+		// Nothing to record: only an earlier record of node to drop.
+		delete(r.byNode, node)
+		return
+	}
 	if r.byNode == nil {
 		r.byNode = map[string][]expendableVictim{}
 	}
