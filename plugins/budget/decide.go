@@ -18,6 +18,9 @@ type spend struct {
 	refs    []BudgetRef
 	mark    metav1.Time
 	hasMark bool
+	// healthy and inHealthy are the ledger entry's (see entry).
+	healthy   int32
+	inHealthy bool
 }
 
 // plannedSpends counts, per budget, the spends of earlier victims of the
@@ -101,8 +104,12 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 			d.Denials = append(d.Denials, *v.denial)
 		case v.spends:
 			spendsPDB = true
-			s := spend{pod: pod, key: e.key, refs: e.spends}
+			s := spend{pod: pod, key: e.key, refs: e.spends, healthy: pdb.Status.CurrentHealthy}
 			s.mark, s.hasMark = pdb.Status.DisruptedPods[pod.Name]
+			// The disruption controller counts a pod healthy when it is
+			// Ready and not recorded as disrupted (rule 1 left out the
+			// ones being deleted).
+			s.inHealthy = podReady(pod) && !s.hasMark
 			spends = append(spends, s)
 		}
 	}
@@ -125,8 +132,11 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 			d.Allowed = false
 			d.Denials = append(d.Denials, *v.denial)
 		case v.spends:
-			s := spend{pod: pod, key: k, refs: []BudgetRef{pubRef(pub)}}
+			s := spend{pod: pod, key: k, refs: []BudgetRef{pubRef(pub)}, healthy: pub.Status.CurrentAvailable}
 			s.mark, s.hasMark = pub.Status.DisruptedPods[pod.Name]
+			// A pod that spends a PUB is available to it and recorded
+			// in neither of its maps (rule 5), so counted available.
+			s.inHealthy = true
 			spends = append(spends, s)
 		}
 	}
@@ -230,12 +240,14 @@ func (c *Cache) recordLocked(spends []spend, now time.Time) *Reservation {
 	for i, s := range spends {
 		e := &entries[i]
 		*e = entry{
-			budget:  s.key,
-			pod:     podKey{s.pod.Namespace, s.pod.Name},
-			podUID:  s.pod.UID,
-			created: now,
-			mark:    s.mark,
-			hasMark: s.hasMark,
+			budget:    s.key,
+			pod:       podKey{s.pod.Namespace, s.pod.Name},
+			podUID:    s.pod.UID,
+			created:   now,
+			mark:      s.mark,
+			hasMark:   s.hasMark,
+			healthy:   s.healthy,
+			inHealthy: s.inHealthy,
 		}
 		c.ledger.add(e)
 		r.entries[i] = e

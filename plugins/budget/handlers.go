@@ -78,7 +78,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 		c.pdbs.set(pdb.Namespace, pdb.Name, sel, newPDBEntry(pdb, live))
 	}
 	c.mu.Unlock()
-	c.ledger.budgetStatusChanged(k, pdb.Status.DisruptedPods)
+	c.ledger.budgetStatusChanged(k, pdb.Status.CurrentHealthy, pdb.Status.DisruptedPods)
 	if covers {
 		c.live.coverageChanged(pdb.Namespace)
 		c.recount(pdb.Namespace)
@@ -124,7 +124,7 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 		c.live.forget(k)
 		return
 	}
-	c.ledger.budgetStatusChanged(k, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
+	c.ledger.budgetStatusChanged(k, pub.Status.CurrentAvailable, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
 	if old == nil || !pubCoverageSame(old, pub) {
 		c.live.coverageChanged(pub.Namespace)
 		c.recount(pub.Namespace)

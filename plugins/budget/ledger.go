@@ -24,11 +24,13 @@ type LedgerOptions struct {
 	// terminating this long after it was made: the disruption never
 	// happened (the eviction failed, or the caller changed its mind).
 	ReservationTTL time.Duration
-	// SettleDelay is how long after a pod was seen terminating or gone a
-	// status update of the budget must arrive (or have arrived) before the
-	// status is trusted to count the disruption. It must exceed the budget
-	// controller's usual lag, so that a status computed just before the pod
-	// went, but delivered just after, is not taken for the recomputed one.
+	// SettleDelay is how long after a pod was seen terminating or gone its
+	// reservation holds at least, even once a status received since counts
+	// the pod's going (see budgetStatusChanged). It must exceed the budget
+	// controller's usual lag: a status computed just before the pod went,
+	// but delivered just after, may show a count that dropped for another
+	// reason (another pod turned not Ready) and pass for the one that counts
+	// this pod; by the end of the delay the recomputed status has arrived.
 	SettleDelay time.Duration
 	// MaxHold ends any reservation this long after it was made, whatever
 	// else happened. It matches the API server's DisruptedPods timeout.
@@ -79,6 +81,15 @@ type entry struct {
 	// timestamp later means the API server recorded this disruption.
 	mark    metav1.Time
 	hasMark bool
+	// healthy is the budget's healthy count (a PDB's currentHealthy, a
+	// PUB's currentAvailable) in the status the disruption was decided on,
+	// and inHealthy whether that count includes the pod: Ready and not
+	// recorded as disrupted, as the budget's controller counts.
+	healthy   int32
+	inHealthy bool
+	// counted is set once a status received after the pod went counts its
+	// going (see budgetStatusChanged).
+	counted bool
 }
 
 // budgetState is the ledger's view of one budget.
@@ -86,8 +97,6 @@ type budgetState struct {
 	// entries are in no particular order; a budget has few, and a slice
 	// is cheaper to count than a map is to iterate.
 	entries []*entry
-	// statusAt is when the latest status update of the budget was received.
-	statusAt time.Time
 	// inline holds the first entries without another allocation.
 	inline [2]*entry
 }
@@ -130,7 +139,7 @@ func (l *ledger) expireLater(held []*entry) {
 		now, dropped := l.clock.Now(), 0
 		for _, e := range held {
 			bs := l.budgets[e.budget]
-			if bs != nil && slices.Contains(bs.entries, e) && e.gone.IsZero() && !l.live(e, bs, now) {
+			if bs != nil && slices.Contains(bs.entries, e) && e.gone.IsZero() && !l.live(e, now) {
 				l.drop(e)
 				dropped++
 			}
@@ -162,7 +171,7 @@ func newLedger(opts LedgerOptions, clk clock.PassiveClock) *ledger {
 }
 
 // live reports whether e still holds its budget at now. Caller holds mu.
-func (l *ledger) live(e *entry, bs *budgetState, now time.Time) bool {
+func (l *ledger) live(e *entry, now time.Time) bool {
 	age := now.Sub(e.created)
 	if age >= l.opts.MaxHold {
 		return false
@@ -173,8 +182,7 @@ func (l *ledger) live(e *entry, bs *budgetState, now time.Time) bool {
 	if e.gone.IsZero() {
 		return age < l.opts.ReservationTTL
 	}
-	recomputed := bs.statusAt.After(e.gone) && now.Sub(e.gone) >= l.opts.SettleDelay
-	return !recomputed
+	return !e.counted || now.Sub(e.gone) < l.opts.SettleDelay
 }
 
 // inflight counts the live entries against k. Caller holds mu (read is enough).
@@ -185,7 +193,7 @@ func (l *ledger) inflight(k budgetKey, now time.Time) int32 {
 	}
 	var n int32
 	for _, e := range bs.entries {
-		if l.live(e, bs, now) {
+		if l.live(e, now) {
 			n++
 		}
 	}
@@ -205,7 +213,7 @@ func (l *ledger) heldBy(pod podKey) []*entry {
 // about it again spends nothing new. Caller holds mu.
 func (l *ledger) holdsIn(held []*entry, k budgetKey, uid types.UID, now time.Time) bool {
 	for _, e := range held {
-		if e.budget == k && e.podUID == uid && l.live(e, l.budgets[k], now) {
+		if e.budget == k && e.podUID == uid && l.live(e, now) {
 			return true
 		}
 	}
@@ -217,7 +225,7 @@ func (l *ledger) holdsIn(held []*entry, k budgetKey, uid types.UID, now time.Tim
 func (l *ledger) liveBudgetsOf(pod podKey, uid types.UID, now time.Time) []budgetKey {
 	var keys []budgetKey
 	for _, e := range l.pods[pod] {
-		if e.podUID == uid && l.live(e, l.budgets[e.budget], now) {
+		if e.podUID == uid && l.live(e, now) {
 			keys = append(keys, e.budget)
 		}
 	}
@@ -243,7 +251,6 @@ func (l *ledger) drop(e *entry) {
 			bs.entries = slices.Delete(bs.entries, i, i+1)
 		}
 		if len(bs.entries) == 0 {
-			// statusAt only matters against entries' gone times.
 			delete(l.budgets, e.budget)
 		}
 	}
@@ -269,7 +276,7 @@ func (l *ledger) sweep(k budgetKey, now time.Time) {
 	}
 	// Backwards, so that dropping an entry moves none still to be seen.
 	for i := len(bs.entries) - 1; i >= 0; i-- {
-		if e := bs.entries[i]; !l.live(e, bs, now) {
+		if e := bs.entries[i]; !l.live(e, now) {
 			l.drop(e)
 		}
 	}
@@ -297,10 +304,24 @@ func (l *ledger) size() int {
 }
 
 // budgetStatusChanged is called for every update of a budget, with the
+// healthy count (a PDB's currentHealthy, a PUB's currentAvailable) and the
 // DisruptedPods (and, for PUBs, UnavailablePods) of its new status.
+//
 // Entries whose pod the status now records as disrupted end: the status
 // counts them.
-func (l *ledger) budgetStatusChanged(k budgetKey, recorded ...map[string]metav1.Time) {
+//
+// The entry of a pod that went unrecorded (deleted, or evicted while this
+// Cache missed the status with the API server's record) ends only once a
+// status received after the pod went counts its going, and SettleDelay has
+// passed since it went (see live). Arriving after the pod went is not
+// enough: a status computed before it went, still counting it healthy, can
+// be delivered after, and the one that counts it can come much later (a
+// slow controller, a watch that dropped). A status names no healthy pod;
+// what shows a pod's going is its healthy count, one lower than the count
+// the disruption was decided on, which included the pod. A pod that was not
+// in that count (not Ready, or recorded as disrupted) takes nothing from it,
+// so any status received after it went counts it.
+func (l *ledger) budgetStatusChanged(k budgetKey, healthy int32, recorded ...map[string]metav1.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock.Now()
@@ -308,17 +329,46 @@ func (l *ledger) budgetStatusChanged(k budgetKey, recorded ...map[string]metav1.
 	if bs == nil {
 		return
 	}
-	bs.statusAt = now
+	var buf [4]*entry
+	waiting, lowest := buf[:0], int32(0)
 	for i := len(bs.entries) - 1; i >= 0; i-- {
 		e := bs.entries[i]
-		for _, m := range recorded {
-			if t, ok := m[e.pod.name]; ok && (!e.hasMark || !t.Equal(&e.mark)) {
-				l.drop(e)
-				break
+		if l.recordedIn(e, recorded) {
+			l.drop(e)
+			continue
+		}
+		switch {
+		case e.gone.IsZero() || e.counted:
+		case !e.inHealthy:
+			e.counted = true
+		default:
+			if len(waiting) == 0 || e.healthy < lowest {
+				lowest = e.healthy
 			}
+			waiting = append(waiting, e)
+		}
+	}
+	// All together or none: the victims of one plan were decided on the
+	// same count, and a status that counts only some of their goings is
+	// lower by fewer than their number; it counts the others healthy still.
+	if len(waiting) > 0 && healthy <= lowest-int32(len(waiting)) {
+		for _, e := range waiting {
+			e.counted = true
 		}
 	}
 	l.sweep(k, now)
+}
+
+// recordedIn reports whether one of recorded, a status's DisruptedPods or
+// UnavailablePods, records e's disruption: its pod with another timestamp
+// than when e was made. Caller holds mu.
+func (l *ledger) recordedIn(e *entry, recorded []map[string]metav1.Time) bool {
+	for _, m := range recorded {
+		if t, ok := m[e.pod.name]; ok && (!e.hasMark || !t.Equal(&e.mark)) {
+			return true
+		}
+	}
+	return false
 }
 
 // budgetDeleted forgets a budget and its entries.

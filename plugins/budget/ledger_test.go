@@ -2,6 +2,7 @@ package budget
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +234,104 @@ func TestDryRunReservationHoldsUntilMaxHold(t *testing.T) {
 	mustAllow(t, h.c.Decide(webPod("b").Obj(), OperationEvict))
 	if got := h.c.HeldBy(a); len(got) != 0 {
 		t.Errorf("HeldBy(a) = %v after MaxHold, want none", got)
+	}
+}
+
+// TestGonePodHeldUntilAStatusCountsItsGoing: a status update computed before
+// pod a went (a still counted healthy, not in disruptedPods, 1 allowed) can
+// reach the Cache after a is seen gone, and the status that counts a's going
+// can take longer than the settle delay (a slow budget controller, a watch
+// that dropped). The entry of a must hold until a status counts a's going,
+// however long that takes; the settle delay alone ended it, and a second
+// disruption went on a budget that allowed one. With the pod informer's
+// live count the second disruption was refused all the same (the live count
+// has a gone), but only as StatusBehindPods: without it, it was allowed.
+func TestGonePodHeldUntilAStatusCountsItsGoing(t *testing.T) {
+	type budgetOf func(st pdbStatus) any
+	kinds := []struct {
+		name   string
+		kind   BudgetKind
+		budget budgetOf
+	}{
+		{"pdb", KindPDB, func(st pdbStatus) any { return webPDB("web", st).Obj() }},
+		{"pub", KindPUB, func(st pdbStatus) any { return pub("web", st).MatchLabels("app", "web").Obj() }},
+	}
+	for _, k := range kinds {
+		for _, live := range []bool{false, true} {
+			for _, plan := range []bool{false, true} {
+				name := fmt.Sprintf("%s/live=%v/plan=%v", k.name, live, plan)
+				t.Run(name, func(t *testing.T) {
+					h := newHarness(t)
+					h.add(k.budget(oneLeft))
+					a, b, c := webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()
+					if live {
+						h.livePods(a, b, c)
+					}
+					decideB := func() Decision {
+						if plan {
+							return h.c.NewPlan(OperationEvict).Add(b)
+						}
+						return h.c.Decide(b, OperationEvict)
+					}
+					key := budgetKey{k.kind, ns, "web"}
+					if _, r := h.c.Reserve(a, OperationEvict); r == nil {
+						t.Fatal("a's disruption reserved nothing")
+					}
+					h.clock.Step(100 * time.Millisecond)
+					h.podEvent(a, true)
+					// Computed before a went, delivered after it was seen gone.
+					h.clock.Step(10 * time.Millisecond)
+					h.add(k.budget(oneLeft))
+					h.clock.Step(DefaultSettleDelay + time.Second)
+					mustDeny(t, decideB(), ReasonInsufficientBudget)
+					h.clock.Step(30 * time.Second)
+					mustDeny(t, decideB(), ReasonInsufficientBudget)
+					if got := h.c.ledger.inflight(key, h.clock.Now()); got != 1 {
+						t.Fatalf("in flight = %d before any status counted a's going, want 1", got)
+					}
+
+					// The status that counts a's going: a is no longer healthy.
+					h.clock.Step(time.Second)
+					h.add(k.budget(pdbStatus{healthy: 2, desired: 2, allowed: 0}))
+					if got := h.c.ledger.inflight(key, h.clock.Now()); got != 0 {
+						t.Fatalf("in flight = %d after a status counted a's going, want 0", got)
+					}
+					mustDeny(t, decideB(), ReasonInsufficientBudget)
+					// A replacement is ready and counted: the budget is back.
+					if live {
+						h.podEvent(webPod("a2").Obj(), false)
+					}
+					h.add(k.budget(oneLeft))
+					mustAllow(t, decideB())
+				})
+			}
+		}
+	}
+}
+
+// TestGonePlanVictimsHeldUntilTheStatusCountsEveryGoing: two victims of one
+// plan went unrecorded; a status that counts one of them (3 healthy of the
+// 4 they were decided on) still counts the other healthy, so neither entry
+// ends on it, and no third disruption goes while that status allows one.
+func TestGonePlanVictimsHeldUntilTheStatusCountsEveryGoing(t *testing.T) {
+	h := newHarness(t)
+	h.add(webPDB("web", pdbStatus{healthy: 4, desired: 2, allowed: 2}).Obj())
+	p := h.c.NewPlan(OperationDelete)
+	a, b := webPod("a").Obj(), webPod("b").Obj()
+	mustAllow(t, p.Add(a))
+	mustAllow(t, p.Add(b))
+	if _, err := p.Reserve(); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Step(100 * time.Millisecond)
+	h.podEvent(a, true)
+	h.podEvent(b, true)
+	h.clock.Step(100 * time.Millisecond)
+	h.pdb(webPDB("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).Obj())
+	h.clock.Step(DefaultSettleDelay)
+	mustDeny(t, h.c.Decide(webPod("c").Obj(), OperationDelete), ReasonInsufficientBudget)
+	h.pdb(webPDB("web", pdbStatus{healthy: 2, desired: 2, allowed: 0}).Obj())
+	if got := h.c.ledger.inflight(budgetKey{KindPDB, ns, "web"}, h.clock.Now()); got != 0 {
+		t.Fatalf("in flight = %d once a status counted both goings, want 0", got)
 	}
 }

@@ -74,7 +74,7 @@ func (c *Cache) liveBusy(pod *v1.Pod, k budgetKey, disrupted, unavailable map[st
 	}
 	self := podKey{pod.Namespace, pod.Name}
 	for _, e := range bs.entries {
-		if e.pod == self || !c.ledger.live(e, bs, now) {
+		if e.pod == self || !c.ledger.live(e, now) {
 			continue
 		}
 		if _, dup := disrupted[e.pod.name]; dup {
