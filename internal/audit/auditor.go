@@ -7,14 +7,14 @@ import (
 	"sync"
 	"time"
 
-	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
-	kruiseinformers "github.com/openkruise/kruise-api/client/informers/externalversions"
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -56,19 +56,22 @@ type Options struct {
 	// disruptions nor refusals (the simulated kubelet finishing terminating
 	// pods, the runner's own setup). Ignore wins over Components.
 	Ignore []string
-	// PUBs watches policy.kruise.io/v1alpha1 PodUnavailableBudgets too.
+	// PUBs watches OpenKruise's PodUnavailableBudgets too, at
+	// policy.kruise.io/v1beta1 where it is served, v1alpha1 otherwise.
 	PUBs bool
 }
 
 // Auditor records what its informers see and what kube-apiserver's audit
 // log says, from Start to Finish, and then judges it.
 type Auditor struct {
-	opts   Options
-	kube   kubernetes.Interface
-	kruise kruiseclientset.Interface
-	// disco checks that PUBs are served; nil skips the check.
-	disco discovery.DiscoveryInterface
-	now   func() time.Time
+	opts Options
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+	// disco checks that PUBs are served, and at which version; nil skips
+	// the check and reads pubVersion.
+	disco      discovery.DiscoveryInterface
+	pubVersion string
+	now        func() time.Time
 
 	mu           sync.Mutex
 	observations []observation
@@ -79,7 +82,7 @@ type Auditor struct {
 	log           *logReader
 	stopCh        chan struct{}
 	factory       informers.SharedInformerFactory
-	kruiseFactory kruiseinformers.SharedInformerFactory
+	kruiseFactory dynamicinformer.DynamicSharedInformerFactory
 	tailCancel    context.CancelFunc
 	tailDone      chan struct{}
 }
@@ -95,16 +98,16 @@ func New(opts Options) (*Auditor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: create client: %w", err)
 	}
-	var kruise kruiseclientset.Interface
+	var dyn dynamic.Interface
 	if opts.PUBs {
-		if kruise, err = kruiseclientset.NewForConfig(cfg); err != nil {
-			return nil, fmt.Errorf("audit: create kruise client: %w", err)
+		if dyn, err = dynamic.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("audit: create dynamic client for PUBs: %w", err)
 		}
 	}
-	return newAuditor(opts, kube, kruise, kube.Discovery(), time.Now)
+	return newAuditor(opts, kube, dyn, kube.Discovery(), time.Now)
 }
 
-func newAuditor(opts Options, kube kubernetes.Interface, kruise kruiseclientset.Interface, disco discovery.DiscoveryInterface, now func() time.Time) (*Auditor, error) {
+func newAuditor(opts Options, kube kubernetes.Interface, dyn dynamic.Interface, disco discovery.DiscoveryInterface, now func() time.Time) (*Auditor, error) {
 	if opts.LogPath == "" {
 		return nil, errors.New("audit: Options.LogPath is empty; pass the path APIServerFlags returned")
 	}
@@ -121,10 +124,10 @@ func newAuditor(opts Options, kube kubernetes.Interface, kruise kruiseclientset.
 			return nil, fmt.Errorf("audit: Options.Ignore[%d] is empty; it would match every user agent", i)
 		}
 	}
-	if opts.PUBs && kruise == nil {
+	if opts.PUBs && dyn == nil {
 		return nil, errors.New("audit: Options.PUBs is set but there is no kruise client")
 	}
-	return &Auditor{opts: opts, kube: kube, kruise: kruise, disco: disco, now: now}, nil
+	return &Auditor{opts: opts, kube: kube, dyn: dyn, disco: disco, now: now, pubVersion: "v1alpha1"}, nil
 }
 
 // Start opens the audit log at its current end, starts the auditor's own
@@ -146,7 +149,7 @@ func (a *Auditor) Start(ctx context.Context) (err error) {
 	}()
 
 	if a.opts.PUBs && a.disco != nil {
-		if err := pubsServed(a.disco); err != nil {
+		if a.pubVersion, err = pubsServed(a.disco); err != nil {
 			return err
 		}
 	}
@@ -160,8 +163,8 @@ func (a *Auditor) Start(ctx context.Context) (err error) {
 	}
 	a.factory.Start(a.stopCh)
 	if a.opts.PUBs {
-		a.kruiseFactory = kruiseinformers.NewSharedInformerFactory(a.kruise, 0)
-		if _, err := a.kruiseFactory.Policy().V1alpha1().PodUnavailableBudgets().Informer().AddEventHandler(a.pubHandler()); err != nil {
+		a.kruiseFactory = dynamicinformer.NewDynamicSharedInformerFactory(a.dyn, 0)
+		if _, err := a.kruiseFactory.ForResource(pubResource.WithVersion(a.pubVersion)).Informer().AddEventHandler(a.pubHandler(ctx)); err != nil {
 			return fmt.Errorf("audit: watch PodUnavailableBudgets: %w", err)
 		}
 		a.kruiseFactory.Start(a.stopCh)
@@ -187,18 +190,26 @@ func (a *Auditor) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-func pubsServed(disco discovery.DiscoveryInterface) error {
-	gv := kruisepolicy.GroupVersion.String()
-	list, err := disco.ServerResourcesForGroupVersion(gv)
-	if err != nil {
-		return fmt.Errorf("audit: Options.PUBs is set but %s is not served: %w", gv, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "podunavailablebudgets" {
-			return nil
+// pubsServed returns the version at which PUBs are read: v1beta1 where it
+// is served (OpenKruise's storage version, which alone holds
+// spec.ignoredPodSelector), v1alpha1 otherwise.
+func pubsServed(disco discovery.DiscoveryInterface) (string, error) {
+	var errs []error
+	for _, version := range []string{"v1beta1", "v1alpha1"} {
+		gv := pubResource.Group + "/" + version
+		list, err := disco.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", gv, err))
+			continue
 		}
+		for _, r := range list.APIResources {
+			if r.Name == pubResource.Resource {
+				return version, nil
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s does not serve %s", gv, pubResource.Resource))
 	}
-	return fmt.Errorf("audit: Options.PUBs is set but %s does not serve podunavailablebudgets", gv)
+	return "", fmt.Errorf("audit: Options.PUBs is set but PodUnavailableBudgets are not served: %w", errors.Join(errs...))
 }
 
 // tail reads the log every tailInterval until ctx ends.
@@ -395,10 +406,25 @@ func (a *Auditor) watchBuiltins() error {
 	return nil
 }
 
-func (a *Auditor) pubHandler() cache.ResourceEventHandler {
+func (a *Auditor) pubHandler(ctx context.Context) cache.ResourceEventHandler {
+	logger := klog.FromContext(ctx)
+	decode := func(u *unstructured.Unstructured) *pubObject {
+		p, err := decodePUB(u)
+		if err != nil {
+			// Never as if no budget existed: the PUB is kept, covering
+			// what its selector and targetRef say, with the fields that
+			// decoded.
+			logger.Error(err, "Auditor could not read a PodUnavailableBudget whole", "pub", klog.KObj(u))
+		}
+		return p
+	}
 	return handler(
-		func(p *kruisepolicy.PodUnavailableBudget) { a.record(observation{budget: pubRef(p), pub: p}) },
-		func(p *kruisepolicy.PodUnavailableBudget) { a.record(observation{budget: pubRef(p)}) })
+		func(u *unstructured.Unstructured) {
+			if p := decode(u); p != nil {
+				a.record(observation{budget: pubRefOf(u), pub: p})
+			}
+		},
+		func(u *unstructured.Unstructured) { a.record(observation{budget: pubRefOf(u)}) })
 }
 
 func workloadHandler[T metav1.Object](a *Auditor, kind string) cache.ResourceEventHandler {
@@ -420,6 +446,6 @@ func pdbRef(p *policyv1.PodDisruptionBudget) BudgetRef {
 	return BudgetRef{Kind: KindPDB, Namespace: p.Namespace, Name: p.Name}
 }
 
-func pubRef(p *kruisepolicy.PodUnavailableBudget) BudgetRef {
-	return BudgetRef{Kind: KindPUB, Namespace: p.Namespace, Name: p.Name}
+func pubRefOf(p metav1.Object) BudgetRef {
+	return BudgetRef{Kind: KindPUB, Namespace: p.GetNamespace(), Name: p.GetName()}
 }

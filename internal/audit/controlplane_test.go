@@ -137,7 +137,7 @@ func TestAuditorOnTheSandboxControlPlane(t *testing.T) {
 	}
 	wantBudgets := []BudgetSummary{
 		{Budget: locked, Desired: 1, Met: true, LowestHealthy: 1},
-		{Budget: web, Desired: 2, Met: true, LowestHealthy: 0, Disruptions: 2},
+		{Budget: web, Desired: 2, Met: true, LowestHealthy: 0, Disruptions: 2, Short: true},
 	}
 	if diff := cmp.Diff(wantBudgets, res.Budgets); diff != "" {
 		t.Errorf("budgets (-want,+got):\n%s", diff)

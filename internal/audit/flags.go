@@ -16,9 +16,11 @@ const (
 	LogFileName    = "audit.log"
 )
 
-// Policy returns the audit policy the auditor needs: pod deletes and
-// pods/eviction creates at level Request (the request body carries dryRun),
-// logged once, at ResponseComplete (or Panic); nothing else.
+// Policy returns the audit policy the auditor needs, logged once, at
+// ResponseComplete (or Panic): pod deletes and pods/eviction creates at
+// level Request (the request body carries dryRun), updates and patches of
+// PodUnavailableBudgets and their status at level Request (the body carries
+// the disruption records), and pod deletecollections; nothing else.
 func Policy() *auditv1.Policy {
 	return &auditv1.Policy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: auditv1.SchemeGroupVersion.String(), Kind: "Policy"},
@@ -33,6 +35,19 @@ func Policy() *auditv1.Policy {
 				Level:     auditv1.LevelRequest,
 				Verbs:     []string{"create"},
 				Resources: []auditv1.GroupResources{{Group: "", Resources: []string{"pods/eviction"}}},
+			},
+			// Who writes a PUB's status, and the disruptedPods it writes:
+			// a record there is the decision of a disruption (docs/audit.md).
+			{
+				Level:     auditv1.LevelRequest,
+				Verbs:     []string{"update", "patch"},
+				Resources: []auditv1.GroupResources{{Group: pubGroup, Resources: []string{"podunavailablebudgets", "podunavailablebudgets/status"}}},
+			},
+			// A pod deleted by a collection delete is explained by it.
+			{
+				Level:     auditv1.LevelMetadata,
+				Verbs:     []string{"deletecollection"},
+				Resources: []auditv1.GroupResources{{Group: "", Resources: []string{"pods"}}},
 			},
 			{Level: auditv1.LevelNone},
 		},

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-func TestAPIServerFlagsPolicyLogsOnlyPodDisruptions(t *testing.T) {
+func TestAPIServerFlagsPolicyLogsOnlyWhatTheJudgeReads(t *testing.T) {
 	dir := t.TempDir()
 	flags, logPath, err := APIServerFlags(dir)
 	if err != nil {
@@ -44,19 +44,23 @@ func TestAPIServerFlagsPolicyLogsOnlyPodDisruptions(t *testing.T) {
 	eval := policy.NewPolicyRuleEvaluator(p)
 	u := &user.DefaultInfo{Name: "system:apiserver"}
 	for _, tc := range []struct {
-		verb, resource, subresource string
-		want                        audit.Level
+		verb, group, resource, subresource string
+		want                               audit.Level
 	}{
-		{"delete", "pods", "", audit.LevelRequest},
-		{"create", "pods", "eviction", audit.LevelRequest},
-		{"create", "pods", "", audit.LevelNone},
-		{"get", "pods", "", audit.LevelNone},
-		{"update", "pods", "status", audit.LevelNone},
-		{"deletecollection", "pods", "", audit.LevelNone},
-		{"delete", "nodes", "", audit.LevelNone},
+		{"delete", "", "pods", "", audit.LevelRequest},
+		{"create", "", "pods", "eviction", audit.LevelRequest},
+		{"create", "", "pods", "", audit.LevelNone},
+		{"get", "", "pods", "", audit.LevelNone},
+		{"update", "", "pods", "status", audit.LevelNone},
+		{"deletecollection", "", "pods", "", audit.LevelMetadata},
+		{"delete", "", "nodes", "", audit.LevelNone},
+		{"update", "policy.kruise.io", "podunavailablebudgets", "status", audit.LevelRequest},
+		{"patch", "policy.kruise.io", "podunavailablebudgets", "", audit.LevelRequest},
+		{"get", "policy.kruise.io", "podunavailablebudgets", "", audit.LevelNone},
+		{"update", "policy", "poddisruptionbudgets", "status", audit.LevelNone},
 	} {
 		cfg := eval.EvaluatePolicyRule(authorizer.AttributesRecord{
-			User: u, Verb: tc.verb, Resource: tc.resource, Subresource: tc.subresource,
+			User: u, Verb: tc.verb, APIGroup: tc.group, Resource: tc.resource, Subresource: tc.subresource,
 			Namespace: "shop", Name: "web-0", ResourceRequest: true, APIVersion: "v1",
 		})
 		if cfg.Level != tc.want {

@@ -12,17 +12,19 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
-	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	"k8s.io/client-go/kubernetes/fake"
@@ -80,7 +82,7 @@ type harness struct {
 	t       *testing.T
 	ctx     context.Context
 	kube    *fake.Clientset
-	kruise  *kruisefake.Clientset
+	dyn     *dynamicfake.FakeDynamicClient
 	a       *Auditor
 	clock   *tickClock
 	logFile *os.File
@@ -103,28 +105,28 @@ func newHarnessWithLog(t *testing.T, opts Options, before []byte, objects ...run
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	var kubeObjs, kruiseObjs []runtime.Object
 	for _, o := range objects {
-		if _, ok := o.(*kruisepolicy.PodUnavailableBudget); ok {
-			kruiseObjs = append(kruiseObjs, o)
+		if p, ok := o.(*kruisepolicy.PodUnavailableBudget); ok {
+			kruiseObjs = append(kruiseObjs, pubUnstructured(t, p))
 		} else {
 			kubeObjs = append(kubeObjs, o)
 		}
 	}
 	h := &harness{
-		t:      t,
-		ctx:    t.Context(),
-		kube:   fake.NewClientset(kubeObjs...),
-		kruise: kruisefake.NewSimpleClientset(kruiseObjs...),
-		clock:  &tickClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		t:     t,
+		ctx:   t.Context(),
+		kube:  fake.NewClientset(kubeObjs...),
+		dyn:   dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{pubGVR: "PodUnavailableBudgetList"}, kruiseObjs...),
+		clock: &tickClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
 	}
-	// The simple kruise fake delivers only what happens after its watch
-	// started; signal the start so that the test does not write before it.
+	// The fake delivers only what happens after its watch started; signal
+	// the start so that the test does not write before it.
 	watching := make(chan struct{}, 1)
-	h.kruise.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+	h.dyn.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
 		var opts []metav1.ListOptions
 		if wa, ok := action.(k8stesting.WatchActionImpl); ok {
 			opts = append(opts, wa.ListOptions)
 		}
-		w, err := h.kruise.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts...)
+		w, err := h.dyn.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts...)
 		if err != nil {
 			return false, nil, err
 		}
@@ -141,7 +143,7 @@ func newHarnessWithLog(t *testing.T, opts Options, before []byte, objects ...run
 	if _, err := f.Write(before); err != nil {
 		t.Fatal(err)
 	}
-	a, err := newAuditor(opts, h.kube, h.kruise, nil, h.clock.now)
+	a, err := newAuditor(opts, h.kube, h.dyn, nil, h.clock.now)
 	if err != nil {
 		t.Fatalf("newAuditor: %v", err)
 	}
@@ -222,11 +224,40 @@ func (h *harness) createPDB(p *policyv1.PodDisruptionBudget) {
 func (h *harness) updatePDB(p *policyv1.PodDisruptionBudget) {
 	write(h, "update", h.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).Update, p, metav1.UpdateOptions{})
 }
-func (h *harness) createPUB(p *kruisepolicy.PodUnavailableBudget) {
-	write(h, "create", h.kruise.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).Create, p, metav1.CreateOptions{})
+func (h *harness) createPUB(p *kruisepolicy.PodUnavailableBudget, extra ...func(map[string]any)) {
+	res := h.dyn.Resource(pubGVR).Namespace(p.Namespace)
+	create := func(ctx context.Context, u *unstructured.Unstructured, o metav1.CreateOptions) (*unstructured.Unstructured, error) {
+		return res.Create(ctx, u, o)
+	}
+	write(h, "create", create, pubUnstructured(h.t, p, extra...), metav1.CreateOptions{})
 }
-func (h *harness) updatePUB(p *kruisepolicy.PodUnavailableBudget) {
-	write(h, "update", h.kruise.PolicyV1alpha1().PodUnavailableBudgets(p.Namespace).Update, p, metav1.UpdateOptions{})
+func (h *harness) updatePUB(p *kruisepolicy.PodUnavailableBudget, extra ...func(map[string]any)) {
+	res := h.dyn.Resource(pubGVR).Namespace(p.Namespace)
+	update := func(ctx context.Context, u *unstructured.Unstructured, o metav1.UpdateOptions) (*unstructured.Unstructured, error) {
+		return res.Update(ctx, u, o)
+	}
+	write(h, "update", update, pubUnstructured(h.t, p, extra...), metav1.UpdateOptions{})
+}
+
+// pubGVR is where the harness serves PUBs (the auditor reads v1alpha1
+// unless told otherwise).
+var pubGVR = schema.GroupVersionResource{Group: "policy.kruise.io", Version: "v1alpha1", Resource: "podunavailablebudgets"}
+
+// pubUnstructured is p as the dynamic client serves it; extra sets fields
+// v1alpha1 has not (spec.ignoredPodSelector, spec.protectOperations).
+func pubUnstructured(t *testing.T, p *kruisepolicy.PodUnavailableBudget, extra ...func(map[string]any)) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("policy.kruise.io/v1alpha1")
+	u.SetKind("PodUnavailableBudget")
+	for _, f := range extra {
+		f(u.Object)
+	}
+	return u
 }
 
 func (h *harness) deletePod(p *corev1.Pod) {
@@ -391,5 +422,63 @@ func checkViolations(t *testing.T, want, got []Violation) {
 	t.Helper()
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("violations (-want,+got):\n%s", diff)
+	}
+}
+
+// logPUBWrite appends an audit event of an update of PUB name's status by
+// ua, received now by the test clock and answered 500µs later, whose body
+// records pods in status.disruptedPods; it returns when it was answered.
+func (h *harness) logPUBWrite(ua, name string, code int32, pods ...string) time.Time {
+	h.t.Helper()
+	h.auditID++
+	received := metav1.NewMicroTime(h.clock.now())
+	answered := metav1.NewMicroTime(received.Add(500 * time.Microsecond))
+	disrupted := map[string]string{}
+	for _, p := range pods {
+		disrupted[p] = received.UTC().Format(time.RFC3339)
+	}
+	raw, err := json.Marshal(map[string]any{
+		"apiVersion": "policy.kruise.io/v1beta1", "kind": "PodUnavailableBudget",
+		"metadata": map[string]any{"name": name, "namespace": testNS},
+		"status":   map[string]any{"disruptedPods": disrupted},
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ev := auditv1.Event{
+		TypeMeta:  metav1.TypeMeta{APIVersion: "audit.k8s.io/v1", Kind: "Event"},
+		Level:     auditv1.LevelRequest,
+		AuditID:   types.UID(fmt.Sprintf("audit-%d", h.auditID)),
+		Stage:     auditv1.StageResponseComplete,
+		Verb:      "update",
+		UserAgent: ua,
+		User:      userInfo(),
+		ObjectRef: &auditv1.ObjectReference{Resource: "podunavailablebudgets", Subresource: "status", APIGroup: "policy.kruise.io",
+			APIVersion: "v1beta1", Namespace: testNS, Name: name},
+		RequestURI:               "/apis/policy.kruise.io/v1beta1/namespaces/" + testNS + "/podunavailablebudgets/" + name + "/status",
+		ResponseStatus:           &metav1.Status{Code: code},
+		RequestReceivedTimestamp: received,
+		StageTimestamp:           answered,
+		RequestObject:            &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON},
+	}
+	line, err := json.Marshal(ev)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.logFile.Write(append(line, '\n')); err != nil {
+		h.t.Fatal(err)
+	}
+	return answered.Time
+}
+
+// checkRaces fails t unless the races found are, by pod, want.
+func checkRaces(t *testing.T, want []string, got []Race) {
+	t.Helper()
+	var pods []string
+	for _, r := range got {
+		pods = append(pods, r.Disruption.Pod)
+	}
+	if diff := gocmp.Diff(want, pods); diff != "" {
+		t.Errorf("races by pod (-want,+got):\n%s\n%+v", diff, got)
 	}
 }

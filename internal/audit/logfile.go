@@ -8,14 +8,33 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-// request is one pod delete or pods/eviction create from the audit log.
+// requestKind says what a logged request is.
+type requestKind int
+
+const (
+	// podDisruption: a pod delete or a pods/eviction create.
+	podDisruption requestKind = iota
+	// pubStatusWrite: an update of a PodUnavailableBudget or its status;
+	// pod names the PUB, recorded the pods its body's
+	// status.disruptedPods holds.
+	pubStatusWrite
+	// podCollection: a deletecollection of pods in namespace (it explains
+	// a pod that goes, never a disruption of its own).
+	podCollection
+)
+
+// request is one pod delete or pods/eviction create from the audit log (or
+// one of the other kinds of requestKind).
 type request struct {
+	kind      requestKind
+	recorded  []string
 	line      int       // 1-based, counted from where the auditor started reading
 	received  time.Time // requestReceivedTimestamp
 	answered  time.Time // stageTimestamp of ResponseComplete: at or after received
@@ -107,7 +126,21 @@ func parseLine(line []byte) (request, bool, error) {
 		return request{}, false, nil
 	}
 	ref := ev.ObjectRef
-	if ref == nil || ref.APIGroup != "" || ref.Resource != "pods" || ref.Name == "" {
+	if ref == nil {
+		return request{}, false, nil
+	}
+	switch {
+	case ref.APIGroup == pubGroup && ref.Resource == "podunavailablebudgets" && ref.Name != "" &&
+		(ev.Verb == "update" || ev.Verb == "patch") && (ref.Subresource == "" || ref.Subresource == "status"):
+		return parsePUBWrite(&ev)
+	case ref.APIGroup == "" && ref.Resource == "pods" && ref.Name == "" && ev.Verb == "deletecollection":
+		req := request{kind: podCollection, received: ev.RequestReceivedTimestamp.Time, answered: ev.StageTimestamp.Time, userAgent: ev.UserAgent, namespace: ref.Namespace}
+		if ev.ResponseStatus != nil {
+			req.code = int(ev.ResponseStatus.Code)
+		}
+		return req, true, nil
+	}
+	if ref.APIGroup != "" || ref.Resource != "pods" || ref.Name == "" {
 		return request{}, false, nil
 	}
 	var action Action
@@ -169,4 +202,47 @@ func isDryRun(uri string, body *runtime.Unknown, action Action) (bool, error) {
 		return opts.DeleteOptions != nil && len(opts.DeleteOptions.DryRun) > 0, nil
 	}
 	return len(opts.DryRun) > 0, nil
+}
+
+// pubGroup is OpenKruise's API group of PodUnavailableBudgets.
+const pubGroup = "policy.kruise.io"
+
+// parsePUBWrite reads an update or patch of a PUB (or its status): who
+// wrote, when, whether the API server took it, and which pods the body's
+// status.disruptedPods holds (a record of a disruption decided, as
+// OpenKruise's webhook writes it).
+func parsePUBWrite(ev *auditv1.Event) (request, bool, error) {
+	req := request{
+		kind:      pubStatusWrite,
+		received:  ev.RequestReceivedTimestamp.Time,
+		answered:  ev.StageTimestamp.Time,
+		userAgent: ev.UserAgent,
+		namespace: ev.ObjectRef.Namespace,
+		pod:       ev.ObjectRef.Name,
+	}
+	if req.answered.Before(req.received) {
+		req.answered = req.received
+	}
+	if ev.ResponseStatus != nil {
+		req.code = int(ev.ResponseStatus.Code)
+	}
+	if ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0 {
+		return req, true, nil
+	}
+	if u, err := url.ParseRequestURI(ev.RequestURI); err == nil && len(u.Query()["dryRun"]) > 0 {
+		req.dryRun = true
+	}
+	var body struct {
+		Status struct {
+			DisruptedPods map[string]json.RawMessage `json:"disruptedPods"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(ev.RequestObject.Raw, &body); err != nil {
+		return request{}, false, fmt.Errorf("%s of podunavailablebudget %s/%s (audit ID %s): request object is not JSON: %w", ev.Verb, req.namespace, req.pod, ev.AuditID, err)
+	}
+	for name := range body.Status.DisruptedPods {
+		req.recorded = append(req.recorded, name)
+	}
+	slices.Sort(req.recorded)
+	return req, true, nil
 }

@@ -3,7 +3,6 @@ package audit
 import (
 	"strings"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,7 +119,7 @@ func pdbCoverage(pdb *policyv1.PodDisruptionBudget) coverage {
 	return coverage{selector: selectorOf(pdb.Spec.Selector)}
 }
 
-func pubCoverage(pub *kruisepolicy.PodUnavailableBudget) coverage {
+func pubCoverage(pub *pubObject) coverage {
 	if ref := pub.Spec.TargetReference; ref != nil {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil || ref.Kind == "" || ref.Name == "" {
@@ -142,9 +141,19 @@ func selectorOf(sel *metav1.LabelSelector) labels.Selector {
 	return s
 }
 
+// workloadLookup finds a workload as it was at some time.
+type workloadLookup func(workloadKey) (workload, bool)
+
+func lookupMap(m map[workloadKey]workload) workloadLookup {
+	return func(k workloadKey) (workload, bool) {
+		w, ok := m[k]
+		return w, ok
+	}
+}
+
 // covers reports whether c covers pod, which is in the budget's namespace;
 // workloads resolves owner references.
-func (c coverage) covers(pod *corev1.Pod, workloads map[workloadKey]workload) bool {
+func (c coverage) covers(pod *corev1.Pod, workloads workloadLookup) bool {
 	if c.target != nil {
 		return ownedBy(pod, *c.target, workloads)
 	}
@@ -153,14 +162,14 @@ func (c coverage) covers(pod *corev1.Pod, workloads map[workloadKey]workload) bo
 
 // ownedBy follows the pod's controller reference, and a ReplicaSet's
 // controller reference, looking for target.
-func ownedBy(pod *corev1.Pod, target workloadKey, workloads map[workloadKey]workload) bool {
+func ownedBy(pod *corev1.Pod, target workloadKey, workloads workloadLookup) bool {
 	ref := metav1.GetControllerOf(pod)
 	for depth := 0; ref != nil && depth < 2; depth++ {
 		k, ok := ownerKey(pod.Namespace, ref)
 		if !ok {
 			return false
 		}
-		w, known := workloads[k]
+		w, known := workloads(k)
 		if checkedKinds[schema.GroupKind{Group: k.group, Kind: k.kind}] && (!known || w.uid != ref.UID) {
 			return false
 		}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,7 +25,7 @@ type observation struct {
 	// PDBs and PUBs.
 	budget BudgetRef
 	pdb    *policyv1.PodDisruptionBudget
-	pub    *kruisepolicy.PodUnavailableBudget
+	pub    *pubObject
 	// ReplicaSets, Deployments, StatefulSets.
 	workloadKey workloadKey
 	workload    *workload
@@ -38,50 +37,23 @@ func (o *observation) isWorkload() bool { return o.workloadKey.name != "" }
 
 type podKey struct{ namespace, name string }
 
-// pendingViolation is a disruption that left budget short when the API
-// server received it; it is a violation unless the budget is whole again
-// before the API server answered.
-type pendingViolation struct {
-	budget   *budgetState
-	answered time.Time
-	v        Violation
-}
-
-// budgetState is a budget during the replay.
+// budgetState is a budget during the replay, for its summary.
 type budgetState struct {
 	ref         BudgetRef
 	cov         coverage
 	live        bool
 	desired     int32
 	statusKnown bool
+	// out: the pods its status counts as disrupted (PDB disruptedPods; PUB
+	// disruptedPods and unavailablePods).
+	out map[string]bool
+	pub bool
 
 	met           bool
 	lowest        int32
 	lowestDesired int32
 	disruptions   int
-
-	// admitted holds, for a PUB, the pods its status records as disrupted
-	// (status.disruptedPods) and what the budget looked like when the
-	// record first appeared: see admissionWindow.
-	admitted map[string]admission
 }
-
-// admission is the record of a pod's disruption in a PUB's status, and the
-// budget's healthy pods when it appeared.
-type admission struct {
-	at   time.Time
-	uid  types.UID
-	snap snapshot
-}
-
-// admissionWindow bounds how long before a request a PUB's record of its
-// pod's disruption counts as the moment it was decided. No API server checks
-// a PUB: the one who disrupts writes the record into the PUB's status first,
-// as OpenKruise's webhook does at admission, and that write is the decision;
-// the request follows (a round trip later, longer when the API server is
-// slow). A disruption of such a pod is judged from the record on, as an
-// eviction is judged from the time the API server received it.
-const admissionWindow = 5 * time.Second
 
 // step is an observation or a request in the merged timeline.
 type step struct {
@@ -91,48 +63,49 @@ type step struct {
 }
 
 // replayer rebuilds the cluster's history from the informers' observations
-// and the audit log's requests, merged by time, and judges every request.
+// and the audit log's requests, merged by time: it finds the disruptions
+// and refusals, and keeps each budget's lowest healthy count. The judge
+// (judge.go) then decides on each disruption from the histories.
 type replayer struct {
 	opts *Options
+	hist *histories
 
 	pods     map[podKey]*corev1.Pod
 	podsByNS map[string]map[string]*corev1.Pod
 	// requested holds the pods a disruption was requested of (by the
 	// audit log), from the request on: a second request adds nothing.
-	// disrupted holds them once the disruption took effect (see
-	// disruptionEffect): from then on they are not healthy.
+	// disrupted holds them once the disruption took effect: from then on
+	// they are not healthy in the budgets' summaries.
 	requested map[podKey]types.UID
 	disrupted map[podKey]types.UID
-	// carriedOut holds every pod (by UID) whose disruption took effect.
-	// Unlike disrupted, it keeps a pod once the pod is gone: a snapshot
-	// taken before that still holds it, and it must not count as healthy
-	// when a later disruption is judged on that snapshot.
-	carriedOut map[types.UID]bool
-	budgets    map[BudgetRef]*budgetState
-	byNS       map[string]map[BudgetRef]*budgetState
-	workloads  map[workloadKey]workload
-
-	// pending are the disruptions that leave a budget short, until the
-	// replay passes the time the API server answered them: a pod of the
-	// budget that turns healthy before then (or a lower desired count)
-	// counted for the API server's decision, made somewhere in between.
-	pending []*pendingViolation
+	budgets   map[BudgetRef]*budgetState
+	byNS      map[string]map[BudgetRef]*budgetState
+	workloads map[workloadKey]workload
 
 	// effects are the disruptions requested whose effect the replay has
 	// not reached yet, by time.
 	effects []*disruptionEffect
 
-	// future holds, per pod, its observations not replayed yet, in order;
-	// the look-ahead for a disrupted pod's last state reads them.
+	// future holds, per pod, its observations not replayed yet, in order.
 	future map[podKey][]*observation
 	// accepted holds, per pod, when each request of it that the API
-	// server accepted (2xx) was received.
-	accepted map[podKey][]time.Time
-	// changed holds, per namespace and pod name, when the pod last changed
-	// and its state before (see asKnown).
-	changed map[string]map[string]podChange
+	// server accepted (2xx) was received, whoever sent it; collections,
+	// per namespace, when each accepted deletecollection of pods was.
+	accepted    map[podKey][]time.Time
+	collections map[string][]time.Time
 
+	cases  []*judgeCase
 	result Result
+}
+
+// disruptionEffect is a disruption the API server carried out, from the
+// time the replay reached its request until it took effect: when the
+// informers show its pod terminating, gone or replaced, or when the API
+// server answered, whichever is first.
+type disruptionEffect struct {
+	at  time.Time
+	key podKey
+	uid types.UID
 }
 
 // replay merges observations and requests by time (observations first on
@@ -143,7 +116,13 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	for i := range observations {
 		steps = append(steps, step{at: observations[i].at, obs: &observations[i]})
 	}
+	var writes []request
 	for i := range requests {
+		switch requests[i].kind {
+		case pubStatusWrite:
+			writes = append(writes, requests[i])
+			continue
+		}
 		steps = append(steps, step{at: requests[i].received, req: &requests[i]})
 	}
 	slices.SortStableFunc(steps, func(a, b step) int {
@@ -163,23 +142,25 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	})
 
 	r := &replayer{
-		opts:       opts,
-		pods:       map[podKey]*corev1.Pod{},
-		podsByNS:   map[string]map[string]*corev1.Pod{},
-		requested:  map[podKey]types.UID{},
-		disrupted:  map[podKey]types.UID{},
-		carriedOut: map[types.UID]bool{},
-		budgets:    map[BudgetRef]*budgetState{},
-		byNS:       map[string]map[BudgetRef]*budgetState{},
-		workloads:  map[workloadKey]workload{},
-		future:     map[podKey][]*observation{},
-		accepted:   map[podKey][]time.Time{},
-		changed:    map[string]map[string]podChange{},
+		opts:        opts,
+		hist:        newHistories(observations),
+		pods:        map[podKey]*corev1.Pod{},
+		podsByNS:    map[string]map[string]*corev1.Pod{},
+		requested:   map[podKey]types.UID{},
+		disrupted:   map[podKey]types.UID{},
+		budgets:     map[BudgetRef]*budgetState{},
+		byNS:        map[string]map[BudgetRef]*budgetState{},
+		workloads:   map[workloadKey]workload{},
+		future:      map[podKey][]*observation{},
+		accepted:    map[podKey][]time.Time{},
+		collections: map[string][]time.Time{},
 		result: Result{
-			Budgets:     []BudgetSummary{},
-			Disruptions: []Disruption{},
-			Refusals:    []Refusal{},
-			Violations:  []Violation{},
+			Budgets:       []BudgetSummary{},
+			Disruptions:   []Disruption{},
+			Refusals:      []Refusal{},
+			Violations:    []Violation{},
+			Races:         []Race{},
+			Disagreements: []Disagreement{},
 		},
 	}
 	for _, s := range steps {
@@ -187,6 +168,10 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 			r.future[s.obs.podKey] = append(r.future[s.obs.podKey], s.obs)
 		}
 		if q := s.req; q != nil && !q.dryRun && q.code >= 200 && q.code <= 299 {
+			if q.kind == podCollection {
+				r.collections[q.namespace] = append(r.collections[q.namespace], q.received)
+				continue
+			}
 			k := podKey{q.namespace, q.pod}
 			r.accepted[k] = append(r.accepted[k], q.received)
 		}
@@ -194,10 +179,11 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	logger := klog.FromContext(ctx)
 	for _, s := range steps {
 		r.takeEffect(s.at)
-		r.settle(s.at)
 		switch {
 		case s.req != nil:
-			r.request(logger, s.req)
+			if s.req.kind == podDisruption {
+				r.request(logger, s.req)
+			}
 		case s.obs.isPod():
 			r.future[s.obs.podKey] = r.future[s.obs.podKey][1:]
 			r.podObserved(s.obs)
@@ -206,31 +192,17 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 		case s.obs.isWorkload():
 			r.workloadObserved(s.obs)
 		}
-		r.recheck()
-		for _, e := range r.effects {
-			r.snapshot(e)
-		}
 	}
 	r.takeEffect(time.Time{})
-	r.settle(time.Time{})
-	slices.SortStableFunc(r.result.Violations, func(a, b Violation) int { return a.Disruption.Time.Compare(b.Disruption.Time) })
 	r.summarize()
+	j := &judge{opts: opts, hist: r.hist, cases: r.cases, writes: writes, requests: requests, result: &r.result}
+	j.run(logger)
 	return r.result
 }
 
 func (r *replayer) podObserved(o *observation) {
 	key := o.podKey
 	old := r.pods[key]
-	// The state before the changes of the last knowledgeLag (see
-	// asKnown).
-	changed := r.changed[key.namespace]
-	if changed == nil {
-		changed = map[string]podChange{}
-		r.changed[key.namespace] = changed
-	}
-	if c, ok := changed[key.name]; !ok || !c.at.After(o.at.Add(-knowledgeLag)) {
-		changed[key.name] = podChange{at: o.at, before: old}
-	}
 	if o.pod == nil {
 		delete(r.pods, key)
 		delete(r.podsByNS[key.namespace], key.name)
@@ -267,20 +239,11 @@ func (r *replayer) budgetObserved(o *observation) {
 		b = &budgetState{ref: ref}
 		r.budgets[ref] = b
 	}
-	switch {
-	case o.pdb != nil:
-		b.live = true
-		b.cov = pdbCoverage(o.pdb)
-		b.desired = o.pdb.Status.DesiredHealthy
-		b.statusKnown = o.pdb.Status.ObservedGeneration > 0 || b.desired > 0
-	case o.pub != nil:
-		b.live = true
-		b.cov = pubCoverage(o.pub)
-		b.desired = o.pub.Status.DesiredAvailable
-		b.statusKnown = o.pub.Status.ObservedGeneration > 0 || b.desired > 0
-		r.admit(b, o)
-	default:
+	v := viewOf(o)
+	if v == nil {
 		b.live = false
+	} else {
+		b.live, b.cov, b.desired, b.statusKnown, b.out, b.pub = true, v.cov, v.desired, v.statusKnown, v.out, v.pub
 	}
 	if r.byNS[ref.Namespace] == nil {
 		r.byNS[ref.Namespace] = map[BudgetRef]*budgetState{}
@@ -306,18 +269,27 @@ func (r *replayer) workloadObserved(o *observation) {
 	}
 }
 
-// unknownOutcomeSlack bounds how long after a request answered with a
-// server error its pod may be seen terminating for the request to count as
-// carried out (see carriedOutUnanswered).
-const unknownOutcomeSlack = 2 * time.Second
+// goingAfter returns the first observation of the pod (UID uid) after the
+// replay's current step that shows it terminating, gone or replaced.
+func (r *replayer) goingAfter(key podKey, uid types.UID) *observation {
+	for _, o := range r.future[key] {
+		if o.pod == nil || o.pod.DeletionTimestamp != nil || o.pod.UID != uid {
+			return o
+		}
+	}
+	return nil
+}
 
 // carriedOutUnanswered reports whether req, answered with a server error
 // (500, 503, 504: a timeout, a client that went away), was carried out all
-// the same: its pod is seen terminating or gone while it was under way or
-// shortly after, and no accepted request of the pod explains it. The API
-// server carries a disruption out whatever it answers once it has begun (an
-// eviction whose client cancelled is answered 504 and still deletes the
-// pod). It returns req, answered when the pod was seen going.
+// the same. The API server carries a disruption out whatever it answers
+// once it has begun (an eviction whose client cancelled is answered 504 and
+// still deletes the pod), so it is attributed by the pod's own deletion
+// write: the pod is next seen terminating or gone, and no request the API
+// server accepted (of the pod, whoever sent it, or a collection delete in
+// its namespace) was received between this one and that write. There is
+// no cut-off in time. It returns req, answered no earlier than the pod was
+// seen going.
 func (r *replayer) carriedOutUnanswered(key podKey, req *request) (request, bool) {
 	if req.code < 500 {
 		return request{}, false
@@ -326,29 +298,23 @@ func (r *replayer) carriedOutUnanswered(key podKey, req *request) (request, bool
 	if cur == nil || cur.DeletionTimestamp != nil {
 		return request{}, false
 	}
-	for _, o := range r.future[key] {
-		if o.at.After(req.answered.Add(unknownOutcomeSlack)) {
-			return request{}, false
-		}
-		if o.pod != nil && o.pod.UID == cur.UID && o.pod.DeletionTimestamp == nil {
-			continue
-		}
-		for _, at := range r.accepted[key] {
-			if !at.Before(req.received) && !at.After(o.at) {
-				return request{}, false // that request explains it
-			}
-		}
-		done := *req
-		done.answered = o.at
-		if done.answered.Before(req.answered) {
-			done.answered = req.answered
-		}
-		return done, true
+	o := r.goingAfter(key, cur.UID)
+	if o == nil || (o.pod != nil && o.pod.UID != cur.UID) {
+		return request{}, false // it stays, or was replaced under the same name: another write
 	}
-	return request{}, false
+	explained := func(at time.Time) bool { return !at.Before(req.received) && !at.After(o.at) }
+	if slices.ContainsFunc(r.accepted[key], explained) || slices.ContainsFunc(r.collections[key.namespace], explained) {
+		return request{}, false // that request explains it
+	}
+	done := *req
+	if o.at.After(done.answered) {
+		done.answered = o.at
+	}
+	return done, true
 }
 
-// request judges one pod delete or eviction from the audit log.
+// request finds whether one pod delete or eviction from the audit log is a
+// disruption, and records it for the judge.
 func (r *replayer) request(logger klog.Logger, req *request) {
 	if req.dryRun {
 		return
@@ -396,17 +362,19 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 		b.disruptions++
 	}
 	r.result.Disruptions = append(r.result.Disruptions, d)
-	e := &disruptionEffect{at: r.effectTime(key, pre, req), key: key, uid: pre.UID, answered: req.answered, d: d}
-	for _, b := range covering {
-		j := &judgement{budget: b}
-		if known, ok := r.asKnown(b, req.received); ok {
-			j.snaps = append(j.snaps, known)
-		}
-		if a, ok := b.admitted[req.pod]; ok && a.uid == pre.UID && !a.at.Before(req.received.Add(-admissionWindow)) {
-			j.snaps = append(j.snaps, a.snap)
-		}
-		e.judged = append(e.judged, j)
+	c := &judgeCase{d: d, key: key, pre: pre, req: *req, seq: len(r.cases)}
+	if o := r.goingAfter(key, pre.UID); o != nil {
+		c.going = o.at
 	}
+	for _, b := range covering {
+		c.budgets = append(c.budgets, &caseBudget{ref: b.ref})
+	}
+	r.cases = append(r.cases, c)
+	at := req.answered
+	if !c.going.IsZero() && c.going.Before(at) {
+		at = c.going
+	}
+	e := &disruptionEffect{at: at, key: key, uid: pre.UID}
 	i, _ := slices.BinarySearchFunc(r.effects, e.at, func(x *disruptionEffect, at time.Time) int {
 		if x.at.After(at) {
 			return 1
@@ -414,32 +382,25 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 		return -1 // equal times keep the order of the requests
 	})
 	r.effects = slices.Insert(r.effects, i, e)
-	r.snapshot(e)
 }
 
-// recheck drops the pending violations whose budget is whole again: the
-// API server, which had not answered yet, may have decided then.
-func (r *replayer) recheck() {
-	r.pending = slices.DeleteFunc(r.pending, func(p *pendingViolation) bool {
-		if !p.budget.live {
-			return true
+// takeEffect carries out the disruptions whose effect is at or before now
+// (all of them when now is zero): their pods stop being healthy for the
+// budgets' summaries.
+func (r *replayer) takeEffect(now time.Time) {
+	for len(r.effects) > 0 && (now.IsZero() || !r.effects[0].at.After(now)) {
+		e := r.effects[0]
+		r.effects = r.effects[1:]
+		if uid, ok := r.requested[e.key]; !ok || uid != e.uid {
+			continue // the pod is gone (and its replacement is another pod)
 		}
-		healthy := r.healthy(p.budget)
-		p.v.Healthy = max(p.v.Healthy, healthy)
-		return healthy >= p.budget.desired
-	})
-}
-
-// settle makes violations of the pending disruptions the API server
-// answered before now (all of them when now is zero).
-func (r *replayer) settle(now time.Time) {
-	r.pending = slices.DeleteFunc(r.pending, func(p *pendingViolation) bool {
-		if !now.IsZero() && !p.answered.Before(now) {
-			return false
+		r.disrupted[e.key] = e.uid
+		if p := r.pods[e.key]; p != nil {
+			for _, b := range r.covering(p) {
+				r.track(b, r.healthy(b))
+			}
 		}
-		r.result.Violations = append(r.result.Violations, p.v)
-		return true
-	})
+	}
 }
 
 // lastStateBefore returns the pod as it was just before a disruption that
@@ -472,7 +433,7 @@ func (r *replayer) lastStateBefore(key podKey, cur *corev1.Pod) *corev1.Pod {
 func (r *replayer) covering(pod *corev1.Pod) []*budgetState {
 	var out []*budgetState
 	for _, b := range r.byNS[pod.Namespace] {
-		if b.cov.covers(pod, r.workloads) {
+		if b.cov.covers(pod, lookupMap(r.workloads)) {
 			out = append(out, b)
 		}
 	}
@@ -480,18 +441,18 @@ func (r *replayer) covering(pod *corev1.Pod) []*budgetState {
 	return out
 }
 
-// healthy counts the pods b covers that are Ready, not terminating and not
-// disrupted according to the audit log.
+// healthy counts the pods b covers that its controller counts healthy
+// (countsFor) and that are not disrupted according to the audit log.
 func (r *replayer) healthy(b *budgetState) int32 {
 	var n int32
 	for name, p := range r.podsByNS[b.ref.Namespace] {
-		if !podHealthy(p) {
+		if !countsFor(b.pub, b.out, name, p) {
 			continue
 		}
 		if uid, ok := r.disrupted[podKey{b.ref.Namespace, name}]; ok && uid == p.UID {
 			continue
 		}
-		if b.cov.covers(p, r.workloads) {
+		if b.cov.covers(p, lookupMap(r.workloads)) {
 			n++
 		}
 	}
@@ -528,6 +489,7 @@ func (r *replayer) summarize() {
 		if b.met {
 			s.LowestHealthy = b.lowest
 			s.Desired = b.lowestDesired
+			s.Short = s.LowestHealthy < s.Desired
 		}
 		r.result.Budgets = append(r.result.Budgets, s)
 	}

@@ -1,6 +1,10 @@
 package audit
 
-import "time"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Component names the actor of a disruption, from the user agent of the
 // request in kube-apiserver's audit log.
@@ -62,8 +66,9 @@ type Refusal struct {
 	Message   string    `json:"message,omitempty"`
 }
 
-// Violation is a disruption that left a budget below the healthy count it
-// requires.
+// Violation is a disruption of a healthy pod that left a budget below the
+// healthy count it requires at the decision, where the budget was short
+// already at what its component could know (see docs/audit.md).
 type Violation struct {
 	Budget     BudgetRef  `json:"budget"`
 	Disruption Disruption `json:"disruption"`
@@ -72,6 +77,57 @@ type Violation struct {
 	// answered the request); Desired is what the budget requires.
 	Healthy int32 `json:"healthy"`
 	Desired int32 `json:"desired"`
+}
+
+// Race is a disruption that left a budget below the count it requires,
+// but that was right on what its component could know when it decided:
+// the budget was whole at the component's knowledge time less the informer
+// lag, and a change inside that window made it short (see docs/audit.md).
+// A race is counted and shown for every actor; it is never dropped.
+type Race struct {
+	Budget     BudgetRef  `json:"budget"`
+	Disruption Disruption `json:"disruption"`
+	// Healthy and Desired are the budget's counts at the decision, as for
+	// a Violation; KnownHealthy and KnownDesired are what they were at the
+	// knowledge time less the informer lag.
+	Healthy      int32 `json:"healthy"`
+	Desired      int32 `json:"desired"`
+	KnownHealthy int32 `json:"knownHealthy"`
+	KnownDesired int32 `json:"knownDesired"`
+}
+
+// Disagreement is a disruption by one of budgetguard's components that the
+// judge found neither a violation nor a race, after which the budget's own
+// status (written by its controller) shows fewer healthy pods than it
+// desires, with no other pod of the budget going in between. Either the
+// judge or the controller counted wrong; a test fails on it.
+type Disagreement struct {
+	Budget     BudgetRef  `json:"budget"`
+	Disruption Disruption `json:"disruption"`
+	// Healthy and Desired are the judge's counts at the decision;
+	// StatusHealthy and StatusDesired the status's (PDB currentHealthy and
+	// desiredHealthy, PUB currentAvailable and desiredAvailable), observed
+	// at StatusTime.
+	Healthy       int32     `json:"healthy"`
+	Desired       int32     `json:"desired"`
+	StatusHealthy int32     `json:"statusHealthy"`
+	StatusDesired int32     `json:"statusDesired"`
+	StatusTime    time.Time `json:"statusTime"`
+}
+
+// Windows are the delays the judge measured in the run and used.
+type Windows struct {
+	// InformerLag is the 99th percentile of how long after the API server
+	// answered a disruption the auditor's informers showed its pod going
+	// (LagSamples of them); a change this recent at a component's
+	// knowledge time may not have reached it. MaxInformerLag is the
+	// largest sample.
+	InformerLag    metav1.Duration `json:"informerLag"`
+	MaxInformerLag metav1.Duration `json:"maxInformerLag"`
+	LagSamples     int             `json:"lagSamples"`
+	// RecordDelays are, per component, the delays from a PUB status record
+	// it wrote to its first request on the recorded pod after it, sorted.
+	RecordDelays map[Component][]metav1.Duration `json:"recordDelays,omitempty"`
 }
 
 // BudgetSummary is one budget over the run.
@@ -90,6 +146,9 @@ type BudgetSummary struct {
 	LowestHealthy int32 `json:"lowestHealthy"`
 	// Disruptions counts the disruptions of pods the budget covers.
 	Disruptions int `json:"disruptions"`
+	// Short says the budget was met and its lowest healthy count then fell
+	// below Desired (by a disruption, charged or not, or by pods failing).
+	Short bool `json:"short"`
 }
 
 // Result is everything the auditor saw.
@@ -98,4 +157,8 @@ type Result struct {
 	Disruptions []Disruption    `json:"disruptions"`
 	Refusals    []Refusal       `json:"apiRefusals"`
 	Violations  []Violation     `json:"violations"`
+	Races       []Race          `json:"races"`
+	// Disagreements fail a test: see Disagreement.
+	Disagreements []Disagreement `json:"disagreements"`
+	Windows       Windows        `json:"windows"`
 }

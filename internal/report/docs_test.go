@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -45,7 +46,8 @@ func jsonStructs(t reflect.Type, out map[string]reflect.Type) {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || t == reflect.TypeFor[time.Time]() {
+	// time.Time and metav1.Duration are strings in JSON.
+	if t.Kind() != reflect.Struct || t == reflect.TypeFor[time.Time]() || t == reflect.TypeFor[metav1.Duration]() {
 		return
 	}
 	if _, seen := out[t.Name()]; seen {
@@ -76,10 +78,11 @@ func TestDocsDescribeEveryJSONField(t *testing.T) {
 	sections := docSections(doc)
 	types := map[string]reflect.Type{}
 	jsonStructs(reflect.TypeFor[Report](), types)
-	// Report, Run, PluginRefusal, Result, BudgetSummary, BudgetRef,
-	// Disruption, Refusal, Violation.
-	if len(types) != 13 {
-		t.Errorf("found %d JSON object types, want 13; add the new one to %s", len(types), docsPath)
+	// Report, Run, Step, Pod, Event, PluginRefusal, RefusedPod, Result,
+	// BudgetSummary, BudgetRef, Disruption, Refusal, Violation, Race,
+	// Disagreement, Windows.
+	if len(types) != 16 {
+		t.Errorf("found %d JSON object types, want 16; add the new one to %s", len(types), docsPath)
 	}
 	for name, typ := range types {
 		body, ok := sections[name]

@@ -55,6 +55,14 @@ func normalizedAudit(a audit.Result) audit.Result {
 	a.Disruptions = orEmpty(a.Disruptions)
 	a.Refusals = orEmpty(a.Refusals)
 	a.Violations = orEmpty(a.Violations)
+	a.Races = orEmpty(a.Races)
+	a.Disagreements = orEmpty(a.Disagreements)
+	for i := range a.Races {
+		a.Races[i].Disruption.Budgets = orEmpty(a.Races[i].Disruption.Budgets)
+	}
+	for i := range a.Disagreements {
+		a.Disagreements[i].Disruption.Budgets = orEmpty(a.Disagreements[i].Disruption.Budgets)
+	}
 	for i := range a.Disruptions {
 		a.Disruptions[i].Budgets = orEmpty(a.Disruptions[i].Budgets)
 	}

@@ -45,7 +45,7 @@ func upstreamRun() Run {
 		Duration: 12*time.Second + 340*time.Millisecond,
 		Audit: audit.Result{
 			Budgets: []audit.BudgetSummary{
-				{Budget: web, Desired: 3, Met: true, LowestHealthy: 2, Disruptions: 2},
+				{Budget: web, Desired: 3, Met: true, LowestHealthy: 2, Disruptions: 2, Short: true},
 				{Budget: pub("shop", "db"), Desired: 2, Met: true, LowestHealthy: 2},
 				{Budget: pdb("shop", "idle"), Desired: 1, Met: false},
 			},
@@ -289,5 +289,37 @@ func TestShortenPodKeepsTheUniqueSuffix(t *testing.T) {
 		if got != tc.want || len(got) > tc.n {
 			t.Errorf("shortenPod(%q, %d) = %q, want %q", tc.name, tc.n, got, tc.want)
 		}
+	}
+}
+
+// The BUDGETS table never shows a budget whose lowest healthy count fell
+// below desired as if it were met: BROKEN with a violation, RACED with a
+// race, "short" with neither; and the verdict counts races and
+// disagreements.
+func TestBudgetCellNeverShowsAShortBudgetAsMet(t *testing.T) {
+	web := pdb("shop", "web")
+	short := audit.BudgetSummary{Budget: web, Desired: 3, Met: true, LowestHealthy: 2, Short: true}
+	d := disruption(time.Second, audit.ComponentScheduler, "s", audit.ActionDelete, "a", true, web)
+	for _, tc := range []struct {
+		name string
+		res  audit.Result
+		cell string
+		verd string
+	}{
+		{"short", audit.Result{Budgets: []audit.BudgetSummary{short}}, "2/3 short", "no budget broken"},
+		{"raced", audit.Result{Budgets: []audit.BudgetSummary{short}, Races: []audit.Race{{Budget: web, Disruption: d, Healthy: 2, Desired: 3, KnownHealthy: 3, KnownDesired: 3}}}, "2/3 RACED", "no budget broken; 1 race"},
+		{"broken", audit.Result{Budgets: []audit.BudgetSummary{short}, Violations: []audit.Violation{{Budget: web, Disruption: d, Healthy: 2, Desired: 3}},
+			Disagreements: []audit.Disagreement{{Budget: web, Disruption: d}, {Budget: web, Disruption: d}}}, "2/3 BROKEN", "1 budget broken; 2 disagreements with a budget's status"},
+		{"whole", audit.Result{Budgets: []audit.BudgetSummary{{Budget: web, Desired: 3, Met: true, LowestHealthy: 3}}}, "3/3", "no budget broken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := Run{Audit: tc.res}
+			if got := budgetCell(run, web); got != tc.cell {
+				t.Errorf("cell %q, want %q", got, tc.cell)
+			}
+			if got := verdict(run); got != tc.verd {
+				t.Errorf("verdict %q, want %q", got, tc.verd)
+			}
+		})
 	}
 }

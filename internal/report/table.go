@@ -53,6 +53,8 @@ func WriteTable(w io.Writer, r *Report) error {
 	writeRefusals(&b, r.Runs, names)
 	writeRefusalSentences(&b, r.Runs, names)
 	writeViolations(&b, r.Runs, names)
+	writeRaces(&b, r.Runs, names)
+	writeDisagreements(&b, r.Runs, names)
 	writePods(&b, r.Runs, names)
 	writeNotes(&b, r.Runs, names)
 	writeVerdicts(&b, r.Runs, names)
@@ -155,8 +157,15 @@ func budgetCell(run Run, ref audit.BudgetRef) string {
 	if !s.Met {
 		cell = fmt.Sprintf("unmet, %d desired", s.Desired)
 	}
-	if slices.ContainsFunc(run.Audit.Violations, func(v audit.Violation) bool { return v.Budget == ref }) {
+	switch {
+	case slices.ContainsFunc(run.Audit.Violations, func(v audit.Violation) bool { return v.Budget == ref }):
 		cell += " BROKEN"
+	case slices.ContainsFunc(run.Audit.Races, func(r audit.Race) bool { return r.Budget == ref }):
+		cell += " RACED"
+	case s.Short:
+		// Below desired with nothing charged: pods that failed, or a
+		// disruption nobody could have seen coming; never "met".
+		cell += " short"
 	}
 	return cell
 }
@@ -249,6 +258,49 @@ func writeViolations(b *bytes.Buffer, runs []Run, names []string) {
 	_ = tw.Flush()
 }
 
+// writeRaces lists the races: disruptions right on what their component
+// could know, made short by a change inside the informers' lag. They are
+// not violations, and they are never dropped.
+func writeRaces(b *bytes.Buffer, runs []Run, names []string) {
+	if sum(runs, func(r Run) int { return len(r.Audit.Races) }) == 0 {
+		return
+	}
+	section(b, "RACES: disruptions made short by a change inside the informers' lag (known healthy before it)")
+	tw := newTab(b)
+	row(tw, "RUN", "BUDGET", "POD", "BY", "HEALTHY", "KNOWN")
+	for i, run := range runs {
+		for _, r := range run.Audit.Races {
+			pod := r.Disruption.Pod
+			if r.Disruption.Namespace != r.Budget.Namespace {
+				pod = r.Disruption.Namespace + "/" + pod
+			}
+			by := fmt.Sprintf("%s %s", r.Disruption.Component, r.Disruption.Action)
+			row(tw, names[i], shorten(budgetLabel(r.Budget), maxViolationBudget), shortenPod(pod, maxViolationPod), shorten(by, maxViolationBy),
+				fmt.Sprintf("%d/%d", r.Healthy, r.Desired), fmt.Sprintf("%d/%d", r.KnownHealthy, r.KnownDesired))
+		}
+	}
+	_ = tw.Flush()
+}
+
+// writeDisagreements lists where the auditor and a budget's own status
+// disagree after a disruption by budgetguard.
+func writeDisagreements(b *bytes.Buffer, runs []Run, names []string) {
+	if sum(runs, func(r Run) int { return len(r.Audit.Disagreements) }) == 0 {
+		return
+	}
+	section(b, "DISAGREEMENTS: the budget's status short after a disruption the auditor found clean")
+	tw := newTab(b)
+	row(tw, "RUN", "BUDGET", "POD", "BY", "AUDITOR", "STATUS")
+	for i, run := range runs {
+		for _, d := range run.Audit.Disagreements {
+			by := fmt.Sprintf("%s %s", d.Disruption.Component, d.Disruption.Action)
+			row(tw, names[i], shorten(budgetLabel(d.Budget), maxViolationBudget), shortenPod(d.Disruption.Pod, maxViolationPod), shorten(by, maxViolationBy),
+				fmt.Sprintf("%d/%d", d.Healthy, d.Desired), fmt.Sprintf("%d/%d", d.StatusHealthy, d.StatusDesired))
+		}
+	}
+	_ = tw.Flush()
+}
+
 // sum adds up n over the runs.
 func sum(runs []Run, n func(Run) int) int {
 	total := 0
@@ -287,13 +339,22 @@ func verdict(run Run) string {
 			broken = append(broken, v.Budget)
 		}
 	}
+	var v string
 	switch len(broken) {
 	case 0:
-		return "no budget broken"
+		v = "no budget broken"
 	case 1:
-		return "1 budget broken"
+		v = "1 budget broken"
+	default:
+		v = fmt.Sprintf("%d budgets broken", len(broken))
 	}
-	return fmt.Sprintf("%d budgets broken", len(broken))
+	if n := len(run.Audit.Races); n > 0 {
+		v += fmt.Sprintf("; %d %s", n, map[bool]string{true: "race", false: "races"}[n == 1])
+	}
+	if n := len(run.Audit.Disagreements); n > 0 {
+		v += fmt.Sprintf("; %d %s with a budget's status", n, map[bool]string{true: "disagreement", false: "disagreements"}[n == 1])
+	}
+	return v
 }
 
 // shorten cuts s to at most n bytes, ending in "..." when cut, after

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -135,23 +136,55 @@ func actorOf(c audit.Component, userAgent string) string {
 	return string(c)
 }
 
-// splitViolations parts the auditor's violations into those of disruptions
-// budgetguard made (the scheduler's and the descheduler's), which its
-// promise forbids, and the others: the API server's own decisions on
-// requests budgetguard never saw (the test's direct evictions, the
-// rollouts). The Eviction API decides on the budget's status, which the
-// disruption controller writes some milliseconds after a pod's readiness
-// changes; an eviction in that window can leave a budget short, and no
-// plugin can prevent it.
-func (r *churnResult) splitViolations() (ours, others []audit.Violation) {
-	for _, v := range r.res.Violations {
-		if v.Disruption.Component == audit.ComponentScheduler || v.Disruption.Component == audit.ComponentDescheduler {
-			ours = append(ours, v)
-		} else {
-			others = append(others, v)
+// ours reports whether a disruption was budgetguard's: the scheduler's or
+// the descheduler's. Its promise forbids their violations. The others (the
+// test's direct evictions, the rollouts) are the API server's own
+// decisions on requests budgetguard never saw: the Eviction API decides on
+// the budget's status, which the disruption controller writes some
+// milliseconds after a pod's readiness changes, so an eviction in that
+// window can leave a budget short. Theirs are shown, for comparison, and
+// do not fail the test.
+func ours(d audit.Disruption) bool {
+	return d.Component == audit.ComponentScheduler || d.Component == audit.ComponentDescheduler
+}
+
+// verdict is the judge's charges by actor.
+type verdict struct {
+	violations, races, disagreements map[string]int
+	ourViolations                    int
+}
+
+func (r *churnResult) verdict() verdict {
+	v := verdict{violations: map[string]int{}, races: map[string]int{}, disagreements: map[string]int{}}
+	for _, x := range r.res.Violations {
+		v.violations[actorOf(x.Disruption.Component, x.Disruption.UserAgent)]++
+		if ours(x.Disruption) {
+			v.ourViolations++
 		}
 	}
-	return ours, others
+	for _, x := range r.res.Races {
+		v.races[actorOf(x.Disruption.Component, x.Disruption.UserAgent)]++
+	}
+	for _, x := range r.res.Disagreements {
+		v.disagreements[actorOf(x.Disruption.Component, x.Disruption.UserAgent)]++
+	}
+	return v
+}
+
+// check fails t on a violation by budgetguard and on any disagreement
+// between the judge and a budget's status, and logs every other charge.
+func (r *churnResult) check(t *testing.T) {
+	t.Helper()
+	v := r.verdict()
+	if v.ourViolations != 0 {
+		t.Errorf("the auditor counted %d violations by budgetguard's scheduler and descheduler, want 0", v.ourViolations)
+	}
+	if n := len(r.res.Disagreements); n != 0 {
+		t.Errorf("the auditor found %d disagreements between its judgement and a budget's status after a disruption by budgetguard, want 0", n)
+	}
+	if n := len(r.res.Violations) - v.ourViolations; n != 0 {
+		t.Logf("the auditor counted %d violations by the API server's own decisions on the test's direct evictions and rollouts (shown, not failed)", n)
+	}
 }
 
 // summary is the numbers of the run on one line each.
@@ -164,14 +197,40 @@ func (r *churnResult) summary() string {
 	if r.faults != nil {
 		fmt.Fprintf(&b, "faults injected: %s; refusals because the budget cache was not synced: scheduler %.0f, descheduler %.0f\n", r.faults, r.notSynced[0], r.notSynced[1])
 	}
-	ours, others := r.splitViolations()
-	fmt.Fprintf(&b, "violations: %d (by budgetguard's scheduler and descheduler %d; by the API server's own decisions on direct evictions and rollouts %d)", len(r.res.Violations), len(ours), len(others))
-	for _, v := range r.res.Violations {
-		fmt.Fprintf(&b, "\n  %s %s/%s: %s %s %s/%s at %s left %d healthy, %d desired", v.Budget.Kind, v.Budget.Namespace, v.Budget.Name,
-			actorOf(v.Disruption.Component, v.Disruption.UserAgent), v.Disruption.Action, v.Disruption.Namespace, v.Disruption.Pod,
-			v.Disruption.Time.Format(time.RFC3339Nano), v.Healthy, v.Desired)
+	w := r.res.Windows
+	fmt.Fprintf(&b, "judge's windows: informer lag p99 %s (max %s, %d samples); PUB record-to-request delays %s\n", w.InformerLag.Duration, w.MaxInformerLag.Duration, w.LagSamples, recordDelays(w.RecordDelays))
+	v := r.verdict()
+	fmt.Fprintf(&b, "violations by actor %v, races by actor %v, disagreements by actor %v (budgetguard's violations: %d)",
+		sortedMap(v.violations), sortedMap(v.races), sortedMap(v.disagreements), v.ourViolations)
+	for _, x := range r.res.Violations {
+		fmt.Fprintf(&b, "\n  violation %s %s/%s: %s %s %s/%s at %s left %d healthy, %d desired", x.Budget.Kind, x.Budget.Namespace, x.Budget.Name,
+			actorOf(x.Disruption.Component, x.Disruption.UserAgent), x.Disruption.Action, x.Disruption.Namespace, x.Disruption.Pod,
+			x.Disruption.Time.Format(time.RFC3339Nano), x.Healthy, x.Desired)
+	}
+	for _, x := range r.res.Races {
+		fmt.Fprintf(&b, "\n  race %s %s/%s: %s %s %s/%s at %s left %d healthy, %d desired (known: %d of %d)", x.Budget.Kind, x.Budget.Namespace, x.Budget.Name,
+			actorOf(x.Disruption.Component, x.Disruption.UserAgent), x.Disruption.Action, x.Disruption.Namespace, x.Disruption.Pod,
+			x.Disruption.Time.Format(time.RFC3339Nano), x.Healthy, x.Desired, x.KnownHealthy, x.KnownDesired)
+	}
+	for _, x := range r.res.Disagreements {
+		fmt.Fprintf(&b, "\n  disagreement %s %s/%s: %s %s %s/%s at %s judged %d of %d; status at %s says %d of %d", x.Budget.Kind, x.Budget.Namespace, x.Budget.Name,
+			actorOf(x.Disruption.Component, x.Disruption.UserAgent), x.Disruption.Action, x.Disruption.Namespace, x.Disruption.Pod,
+			x.Disruption.Time.Format(time.RFC3339Nano), x.Healthy, x.Desired, x.StatusTime.Format(time.RFC3339Nano), x.StatusHealthy, x.StatusDesired)
 	}
 	return b.String()
+}
+
+// recordDelays summarises the record-to-request delays by component.
+func recordDelays(d map[audit.Component][]metav1.Duration) string {
+	parts := []string{}
+	for _, c := range slices.Sorted(maps.Keys(d)) {
+		s := d[c]
+		if len(s) == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d, median %s, max %s", c, len(s), s[len(s)/2].Duration, s[len(s)-1].Duration))
+	}
+	return "{" + strings.Join(parts, "; ") + "}"
 }
 
 func sortedMap(m map[string]int) string {
@@ -458,8 +517,12 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		faults: inj, notSynced: [2]float64{schedAfter - schedBefore, deschedAfter - deschedBefore}}
 	out.res.Disruptions = slices.DeleteFunc(res.Disruptions, func(d audit.Disruption) bool { return d.Namespace != c.ns })
 	out.res.Refusals = slices.DeleteFunc(res.Refusals, func(r audit.Refusal) bool { return r.Namespace != c.ns })
-	// Violations are kept whatever their namespace: there must be none.
-	out.res.Violations = res.Violations
+	// Charges are kept whatever their namespace.
+	out.res.Violations, out.res.Races, out.res.Disagreements, out.res.Windows = res.Violations, res.Races, res.Disagreements, res.Windows
+	for _, d := range res.Disagreements {
+		t.Logf("history around the disagreement on %s/%s after %s %s of %s:\n%s", d.Budget.Namespace, d.Budget.Name, d.Disruption.UserAgent, d.Disruption.Action, d.Disruption.Pod,
+			hist.around(d.Disruption.Pod, d.Budget.Name, d.Disruption.Time))
+	}
 	for _, v := range res.Violations {
 		t.Logf("history around the violation of %s/%s by %s %s of %s:\n%s", v.Budget.Namespace, v.Budget.Name, v.Disruption.UserAgent, v.Disruption.Action, v.Disruption.Pod,
 			hist.around(v.Disruption.Pod, v.Budget.Name, v.Disruption.Time))
