@@ -171,7 +171,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 		Pods:     pods,
 		Duration: time.Since(began),
 	}
-	r.printf("done in %.1fs: the auditor saw %s and %s", out.Duration.Seconds(), plural(len(result.Disruptions), "disruption"), plural(len(result.Violations), "budget violation"))
+	r.printf("done in %.1fs: the auditor saw %s, %s, %s and %s", out.Duration.Seconds(), plural(len(result.Disruptions), "disruption"), plural(len(result.Violations), "budget violation"),
+		plural(len(result.Races), "race"), plural(len(result.Disagreements), "disagreement"))
 	return out, nil
 }
 
