@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -45,6 +48,13 @@ import (
 // the ledger. A denied request is answered 429 with the budget's message and
 // never reaches the API server. An allowed one is sent, and its reservation is
 // cancelled when the API server does not accept it.
+//
+// The PUB records of an eviction whose outcome is unknown (a 5xx, a timeout)
+// stay in the PUBs' status, and the gate keeps note of them. The next
+// eviction request for the same pod (the descheduler's retry) is decided as
+// any other, and, whatever its record step finds in the PUB's status,
+// checked against the live count after that step; when it is refused, the
+// pod stays, and its kept records are taken back.
 
 // extensionEvictionRequest labels refusals made at the eviction request.
 const extensionEvictionRequest = "EvictionRequest"
@@ -59,14 +69,70 @@ type evictionGate struct {
 	sh     *shared
 	pods   corelisters.PodLister
 	logger klog.Logger
+	kept   keptRecords
+}
+
+// keptRecords are the PUB records of evictions whose outcome is unknown, by
+// pod UID: the pod may have gone, so they stay in the PUBs' status; if it
+// has not, they are this gate's to take back.
+type keptRecords struct {
+	mu    sync.Mutex
+	byPod map[types.UID]keptEntry
+}
+
+type keptEntry struct {
+	recs []budget.PUBRecord
+	at   time.Time
+}
+
+// keptFor bounds how long a kept record is remembered: as long as a
+// reservation may hold, which no retry outwaits. Taking back a record that
+// has left the PUB's status since changes nothing: UndoPUBRecords removes
+// only the entry it was given.
+const keptFor = budget.DefaultMaxHold
+
+// keep notes recs, kept for the pod with uid.
+func (k *keptRecords) keep(uid types.UID, recs []budget.PUBRecord, now time.Time) {
+	if len(recs) == 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.byPod == nil {
+		k.byPod = map[types.UID]keptEntry{}
+	}
+	for id, e := range k.byPod {
+		if now.Sub(e.at) > keptFor {
+			delete(k.byPod, id)
+		}
+	}
+	k.byPod[uid] = keptEntry{recs: append(k.byPod[uid].recs, recs...), at: now}
+}
+
+// take returns the records kept for the pod with uid and forgets them: the
+// eviction now being admitted answers for them.
+func (k *keptRecords) take(uid types.UID, now time.Time) []budget.PUBRecord {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.byPod[uid]
+	if !ok {
+		return nil
+	}
+	delete(k.byPod, uid)
+	if now.Sub(e.at) > keptFor {
+		return nil
+	}
+	return e.recs
 }
 
 // admitted is what an admitted eviction holds until the API server answers:
-// the ledger reservation (nil when nothing was reserved) and the PUB records
-// written for it.
+// the ledger reservation (nil when nothing was reserved), the PUB records
+// written for it, and those an earlier eviction of the pod whose outcome is
+// unknown left (kept).
 type admitted struct {
 	r    *budget.Reservation
 	recs []budget.PUBRecord
+	kept []budget.PUBRecord
 	// pubs wrote recs, in the version of the PUB API the cache reads.
 	pubs budget.PUBStatusClient
 	// pod is the pod as it was decided on (nil when the cache does not
@@ -74,20 +140,26 @@ type admitted struct {
 	pod *v1.Pod
 }
 
-// failed gives back what the eviction held when the API server did not
-// accept it: the reservation always, and the PUB records when the server
-// refused (a 4xx), so that the pod, which stays, is not free to take later
-// under rule 5. When the outcome is unknown the records stay until Kruise's
-// controller times them out.
+// failed gives back what the eviction held when it was not carried out:
+// the reservation always, and the PUB records, its own and the kept ones,
+// when it was refused (by the API server, a 4xx, or by the gate), so that
+// the pod, which stays, is not free to take later under rule 5. When the
+// outcome is unknown the records stay until Kruise's controller times them
+// out, and are kept for the next eviction of the pod.
 func (a admitted) failed(ctx context.Context, g *evictionGate, refused bool) {
 	if a.r != nil {
 		a.r.Cancel()
 	}
-	if !refused || len(a.recs) == 0 {
+	recs := append(slices.Clip(a.kept), a.recs...)
+	if len(recs) == 0 {
 		return
 	}
-	if err := budget.UndoPUBRecords(ctx, a.pubs, a.recs); err != nil {
-		g.logger.Info("Warning: the disruption of a pod whose eviction the API server refused is still recorded in its PodUnavailableBudget; the record times out", "err", err)
+	if !refused {
+		g.kept.keep(a.pod.UID, recs, time.Now())
+		return
+	}
+	if err := budget.UndoPUBRecords(ctx, a.pubs, recs); err != nil {
+		g.logger.Info("Warning: the disruption of a pod whose eviction was refused is still recorded in its PodUnavailableBudget; the record times out", "err", err)
 	}
 }
 
@@ -113,31 +185,43 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admit
 	if refs := evictedEarlier(g.sh, c, pod); refs != "" {
 		return admitted{}, g.refuse(namespace, name, ReasonEvictedEarlierInDryRun, evictedEarlierMessage(refs))
 	}
-	d, r := c.Reserve(pod, budget.OperationEvict)
-	if !d.Allowed {
-		return admitted{}, g.refuse(namespace, name, string(d.Reason()), d.Message())
-	}
-	a := admitted{r: r, pod: pod}
+	// A retry gets no pass for the records its earlier attempt kept: it is
+	// decided as any eviction, and a refusal takes them back (failed).
+	a := admitted{pod: pod, kept: g.kept.take(pod.UID, time.Now())}
 	if g.sh.kruise != nil {
 		a.pubs = c.PUBStatusClient(g.sh.kruise)
-		a.recs, err = budget.RecordPUBDisruptions(ctx, a.pubs, c.WithHeld(d, pod), pod, budget.OperationEvict, time.Now())
+	}
+	d, r := c.Reserve(pod, budget.OperationEvict)
+	if !d.Allowed {
+		a.failed(ctx, g, true)
+		return admitted{}, g.refuse(namespace, name, string(d.Reason()), d.Message())
+	}
+	a.r = r
+	roundTrip := false
+	if g.sh.kruise != nil {
+		held := c.WithHeld(d, pod)
+		roundTrip = spendsPUB(held)
+		a.recs, err = budget.RecordPUBDisruptions(ctx, a.pubs, held, pod, budget.OperationEvict, time.Now())
 		if err != nil {
-			if r != nil {
-				r.Cancel()
-			}
 			var de *budget.DeniedError
 			if errors.As(err, &de) {
+				a.failed(ctx, g, true)
 				return admitted{}, g.refuse(namespace, name, string(de.Decision.Reason()), de.Decision.Message())
 			}
-			// Not recorded, so not sent: fail closed.
+			// Not recorded, so not sent: fail closed. The PUB API failed,
+			// so the kept records stay for the next attempt.
+			a.failed(ctx, g, false)
 			return admitted{}, g.refuse(namespace, name, ReasonPUBRecordFailed, err.Error())
 		}
 	}
-	// The PUB record took a round trip: a covered pod may have turned not
-	// Ready since the decision. Checked against the live count once more
-	// just before the eviction is sent, as preemption checks each victim.
-	// Without a record, the decision just made is as fresh as a recheck.
-	if len(a.recs) > 0 {
+	// The record step took a round trip: it re-read each PUB the decision
+	// spends, whatever it then found (a record to write, none needed, or
+	// the record an earlier attempt of this eviction kept, which it
+	// reuses). A covered pod may have turned not Ready since the decision:
+	// checked against the live count once more just before the eviction is
+	// sent, as preemption checks each victim. Without that round trip, the
+	// decision just made is as fresh as a recheck.
+	if roundTrip {
 		var de *budget.DeniedError
 		if err := c.RecheckLive(pod, budget.OperationEvict); errors.As(err, &de) {
 			a.failed(ctx, g, true)
@@ -149,6 +233,17 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admit
 		g.logger.V(3).Info("Reserved disruption budget for eviction", "pod", klog.KObj(pod), "budgets", d.Spends)
 	}
 	return a, nil
+}
+
+// spendsPUB reports whether d spends a PodUnavailableBudget, whose record
+// step (budget.RecordPUBDisruptions) then re-reads it from the API server.
+func spendsPUB(d budget.Decision) bool {
+	for _, b := range d.Spends {
+		if b.Kind == budget.KindPUB {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *evictionGate) refuse(namespace, name, reason, message string) *metav1.Status {

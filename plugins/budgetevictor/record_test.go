@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clientfeatures "k8s.io/client-go/features"
@@ -239,5 +240,100 @@ func TestGateRechecksAfterThePUBRecord(t *testing.T) {
 	}
 	if _, ok := pub.Status.DisruptedPods["a"]; ok {
 		t.Errorf("a's record is still in the PUB's status (%v); it must be taken back", pub.Status.DisruptedPods)
+	}
+}
+
+// TestGateRetryAfterAnUnknownOutcomeDecidesAgain: PUB web wants 2 of a, b, c
+// available. The eviction of c is answered 500: its outcome is unknown, so
+// the gate keeps c's record in the PUB's status. Then b turns not Ready, and
+// the descheduler sends c's eviction again. The retry must get the decision
+// a fresh eviction gets, on the live count as it is when the eviction is
+// sent: refused (StatusBehindPods), never sent, and c's record, which the
+// refusal shows to be of a pod that stays, released.
+//
+// Before, when the cache had not seen the kept record, the retry's record
+// step found it already in the PUB and reused it, and the live count was not
+// checked again after that round trip: b's change, seen during it, was
+// missed and the eviction sent, leaving 1 of 2. When the cache had seen it,
+// the retry was refused but the record stayed, so that rule 5 took c's
+// later disruptions as already counted.
+func TestGateRetryAfterAnUnknownOutcomeDecidesAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// cacheBehind: the cache's PUB watch has dropped, so the cache never
+		// sees the kept record, and b's change reaches the cache while the
+		// retry's record step re-reads the PUB. Otherwise the cache has seen
+		// the record, and b's change, before the retry.
+		cacheBehind bool
+	}{
+		{name: "cache behind the record", cacheBehind: true},
+		{name: "cache has the record"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+			srv, real := realClientset(t) // it answers every eviction of c with 500
+			kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+				MaxUnavailable(intstr.FromInt32(1)).Status(3, 2, 1).Obj())
+			if tc.cacheBehind {
+				kc.PrependWatchReactor("podunavailablebudgets", func(clienttesting.Action) (bool, watch.Interface, error) {
+					return true, watch.NewFake(), nil
+				})
+			}
+			disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
+			disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
+			core := fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj())
+			p := pluginOn(t, nil, Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc, disc, nil }}, core, real)
+			c := cacheOf(t, p)
+			ctx := context.Background()
+			recorded := func() bool {
+				t.Helper()
+				pub, err := kc.PolicyV1alpha1().PodUnavailableBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, ok := pub.Status.DisruptedPods["c"]
+				return ok
+			}
+			bNotReady := func() {
+				if _, err := core.CoreV1().Pods(ns).Update(ctx, webPod("b").Ready(false).Obj(), metav1.UpdateOptions{}); err != nil {
+					t.Error(err)
+				}
+				if err := waitFor(func() bool { return c.LiveHealthy(budget.KindPUB, ns, "web") == 2 }); err != nil {
+					t.Errorf("the live count never saw b not Ready: %v", err)
+				}
+			}
+
+			if err := evict(ctx, real, "c"); !apierrors.IsInternalError(err) {
+				t.Fatalf("eviction of c: %v, want the server's 500", err)
+			}
+			if !recorded() {
+				t.Fatal("c's record was not kept after an eviction whose outcome is unknown")
+			}
+			if tc.cacheBehind {
+				var once atomic.Bool
+				kc.PrependReactor("get", "podunavailablebudgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+					if once.CompareAndSwap(false, true) {
+						bNotReady()
+					}
+					return false, nil, nil
+				})
+			} else {
+				if err := waitFor(func() bool { return c.Decide(webPod("c").Obj(), budget.OperationEvict).Free() }); err != nil {
+					t.Fatalf("the cache never saw c's record: %v", err)
+				}
+				bNotReady()
+			}
+
+			err := evict(ctx, real, "c")
+			if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), string(budget.ReasonStatusBehindPods)) {
+				t.Errorf("retried eviction of c: %v (reason %q), want the gate's 429 for StatusBehindPods", err, apierrors.ReasonForError(err))
+			}
+			if n := srv.evictions("c"); n != 1 {
+				t.Errorf("the server saw %d evictions of c, want 1: the retry leaves 1 of 2 available", n)
+			}
+			if recorded() {
+				t.Error("c's record is still in the PUB's status after its retry was refused; it must be released")
+			}
+		})
 	}
 }
