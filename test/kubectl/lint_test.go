@@ -68,6 +68,8 @@ func TestSelectorsAndPUBs(t *testing.T) {
 	overlappingPDBs(t, other, "api", 2)
 	stableBoth := func(s string) string { return stabilizer(other)(stable(s)) }
 	expect(t, kubectl(t, "lint", "-A"), kubectlplugin.ExitFindings, "lint-all.txt", stableBoth)
+	// -o name keeps each object's namespace, which kubectl's leaves out.
+	expect(t, kubectl(t, "lint", "-A", "-o", "name"), kubectlplugin.ExitFindings, "lint-all-names.txt", stableBoth)
 }
 
 // TestLintWording: a PDB with selector {} in a namespace without pods is
