@@ -108,6 +108,49 @@ func TestDeschedulerValidateOnly(t *testing.T) {
 	}
 }
 
+// TestDeschedulerValidateOnlyPluginNames: a plugin name misspelt under
+// plugins.<point>.enabled is refused by --validate-only as the descheduler
+// refuses it at start ("configures balance extension point of
+// non-existing plugins"), with the field and the misspelt word in the
+// message. RemoveDuplicats alone was reported valid; BudgetAwareEvicter
+// was refused without the word. The binary without --validate-only stops
+// on it too, before it needs a cluster.
+func TestDeschedulerValidateOnlyPluginNames(t *testing.T) {
+	shipped := string(manifests.DeschedulerPolicy)
+	for _, tc := range []struct {
+		old, new, want string
+	}{
+		{
+			old:  "      - RemoveDuplicates\n",
+			new:  "      - RemoveDuplicats\n",
+			want: `profiles[0].plugins.balance.enabled[0]: unknown plugin "RemoveDuplicats"; did you mean "RemoveDuplicates"?`,
+		},
+		{
+			// The first BudgetAwareEvictor enabled is filter's.
+			old:  "      - BudgetAwareEvictor\n",
+			new:  "      - BudgetAwareEvicter\n",
+			want: `profiles[0].plugins.filter.enabled[1]: unknown plugin "BudgetAwareEvicter"; did you mean "BudgetAwareEvictor"?`,
+		},
+	} {
+		if !strings.Contains(shipped, tc.old) {
+			t.Fatalf("the shipped policy no longer contains %q", tc.old)
+		}
+		bad := strings.Replace(shipped, tc.old, tc.new, 1)
+		name := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(tc.new), "-"))
+		for _, args := range [][]string{{"--validate-only"}, nil} {
+			path, out, code := run(t, bad, args...)
+			if code == 0 || strings.Contains(out, "is valid") {
+				t.Errorf("%s, %v: exit code %d, want non-zero; output:\n%s", name, args, code, out)
+			}
+			for _, want := range []string{tc.want, path} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s, %v: output does not contain %q:\n%s", name, args, want, out)
+				}
+			}
+		}
+	}
+}
+
 func TestDeschedulerVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		res := testmain.Run(t, args...)

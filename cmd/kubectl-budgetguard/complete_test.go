@@ -75,3 +75,46 @@ func TestCompletionScript(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionBashCompletesTheBinary sources `kubectl-budgetguard
+// completion bash` in bash, as `source <(...)` does, without kubectl on
+// PATH, and completes "kubectl-budgetguard l<TAB>" through the function it
+// registers. ("kubectl budgetguard <TAB>" goes through kubectl's
+// completion: test/e2e runs that with the pinned kubectl.)
+func TestCompletionBashCompletesTheBinary(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(dir, "kubectl-budgetguard")); err != nil {
+		t.Fatal(err)
+	}
+	// cobra's script needs bash-completion's _get_comp_words_by_ref; this
+	// stands in for it, for a plain "kubectl-budgetguard l" (no "=" or ":").
+	script := `_get_comp_words_by_ref() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+source <(kubectl-budgetguard completion bash 2>/dev/null)
+complete -p kubectl-budgetguard
+complete -p kubectl || echo "no kubectl completion"
+COMP_WORDS=(kubectl-budgetguard l); COMP_CWORD=1; COMP_LINE="kubectl-budgetguard l"; COMP_POINT=${#COMP_LINE}
+__start_kubectl-budgetguard kubectl-budgetguard l kubectl-budgetguard
+echo "COMPREPLY=${COMPREPLY[*]}"
+`
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", script)
+	// kubectl-budgetguard alone on PATH: no kubectl, so the script loads
+	// no kubectl completion.
+	cmd.Env = append(os.Environ(), asPlugin+"=1", "PATH="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	for _, want := range []string{"-F __start_kubectl-budgetguard kubectl-budgetguard", "no kubectl completion", "COMPREPLY=lint"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("bash output does not contain %q:\n%s", want, out)
+		}
+	}
+}

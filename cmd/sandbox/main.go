@@ -115,7 +115,7 @@ watches) saw it.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCommand(stdout, stderr), newValidateCommand(stdout, stderr), newVersionCommand(stdout), newUpCommand(stdout, stderr), newRunChartCommand(stdout, stderr))
+	root.AddCommand(newRunCommand(stdout, stderr), newValidateCommand(stdout, stderr), newVersionCommand(stdout), newUpCommand(stdout, stderr), newWaitCommand(stdout), newRunChartCommand(stdout, stderr))
 	return root
 }
 

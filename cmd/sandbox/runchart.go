@@ -47,8 +47,17 @@ so that the chart's RBAC is what they run under.
 The binaries stand in for the release's images: their version must be the
 image tag the release pulls (install the chart make release or make chart
 packaged for this build). A descheduler installed as a CronJob is not run.
-Ctrl-C (or SIGTERM) stops both; so does either one's exit.`,
+
+The release's own pods stay Pending in the sandbox, which runs no default
+scheduler and no containers: that is expected, these processes stand in for
+them. Ctrl-C (or SIGTERM, e.g. kill %2 for a background job) stops both; so
+does either one's exit, whose error ends with the last lines of its log.
+
+Their configuration, kubeconfigs and logs go to --work-dir, which is kept;
+without it, to a temporary directory that run-chart removes whenever it
+exits, also when it refuses to start.`,
 		Example: `  bin/sandbox up --kubeconfig /tmp/sandbox.kubeconfig &
+  bin/sandbox wait --kubeconfig /tmp/sandbox.kubeconfig
   hack/helm.sh install budgetguard _output/chart/budgetguard-*.tgz -n kube-system --kubeconfig /tmp/sandbox.kubeconfig
   bin/sandbox run-chart --kubeconfig /tmp/sandbox.kubeconfig`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,11 +67,11 @@ Ctrl-C (or SIGTERM) stops both; so does either one's exit.`,
 			return runChart(cmd.Context(), f, stdout, stderr)
 		},
 	}
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "/tmp/budgetguard-sandbox.kubeconfig", "the sandbox's admin kubeconfig (sandbox up's --kubeconfig)")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", defaultKubeconfig(), "the sandbox's admin kubeconfig (sandbox up's --kubeconfig)")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "kube-system", "the release's namespace")
 	cmd.Flags().StringVar(&f.release, "release", "budgetguard", "the release's name")
 	cmd.Flags().StringVar(&f.binDir, "bin-dir", "", "where scheduler and descheduler are (default: beside this binary)")
-	cmd.Flags().StringVar(&f.workDir, "work-dir", "", "where the configuration, kubeconfigs and logs go (default: a new temporary directory)")
+	cmd.Flags().StringVar(&f.workDir, "work-dir", "", "where the configuration, kubeconfigs and logs go, kept after run-chart exits (default: a new temporary directory, removed when it exits)")
 	return cmd
 }
 
@@ -94,11 +103,16 @@ func runChart(ctx context.Context, f runChartFlags, stdout, stderr io.Writer) er
 		}
 		binDir = filepath.Dir(self)
 	}
-	workDir := f.workDir
+	workDir, keep := f.workDir, true
 	if workDir == "" {
 		if workDir, err = os.MkdirTemp("", "budgetguard-run-chart-"); err != nil {
 			return err
 		}
+		// The ServiceAccounts' tokens are in there; the logs that matter
+		// when a process fails go into the error. Removed after stopAll,
+		// which runs first.
+		keep = false
+		defer func() { _ = os.RemoveAll(workDir) }()
 	}
 	var procs []*chartProcess
 	defer func() { stopAll(procs, stderr) }()
@@ -126,7 +140,11 @@ func runChart(ctx context.Context, f runChartFlags, stdout, stderr io.Writer) er
 	for _, p := range procs {
 		go func() {
 			<-p.exited
-			cases <- fmt.Errorf("%s exited (%v); its log: %s", p.component, p.err, p.log)
+			if keep {
+				cases <- fmt.Errorf("%s exited (%v); its log: %s", p.component, p.err, p.log)
+				return
+			}
+			cases <- fmt.Errorf("%s exited (%v); the end of its log:\n%s", p.component, p.err, logTail(p.log, 20))
 		}()
 	}
 	select {
@@ -243,6 +261,20 @@ func checkImageVersion(binary, image string) error {
 		return fmt.Errorf("the release runs image %s but %s is %s: install the chart packaged for this build (make chart or make release), or build the binaries of the release (make build on its tag)", image, binary, fields[1])
 	}
 	return nil
+}
+
+// logTail returns the last n lines of the file at path, or why it could
+// not be read.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // freeLocalPort returns a TCP port on 127.0.0.1 that was free a moment ago.

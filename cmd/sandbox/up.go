@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/kubernetes"
 	componentversion "k8s.io/component-base/version"
 	"sigs.k8s.io/yaml"
 
@@ -32,23 +33,38 @@ func newUpCommand(stdout, stderr io.Writer) *cobra.Command {
 	var f upFlags
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start a control plane, write a kubeconfig for it, and keep it running until Ctrl-C",
+		Short: "Start a control plane, write a kubeconfig for it once it is ready, and keep it running until Ctrl-C",
 		Long: `up starts the sandbox's control plane (embedded etcd, kube-apiserver
 reporting the Kubernetes version the binary embeds, the disruption,
 ReplicaSet, Deployment, StatefulSet, namespace, garbage-collector and
 clusterrole aggregation controllers, a simulated kubelet, the
 PodUnavailableBudget CRD with stand-ins for OpenKruise's status controller
 and pod webhooks)
-and keeps it running, so that kubectl, helm, bin/scheduler and
-bin/descheduler can be pointed at it.
+and keeps it running in the foreground, so that kubectl, helm, bin/scheduler
+and bin/descheduler can be pointed at it.
 It creates --nodes Nodes, which the simulated kubelet makes Ready (4 CPUs,
-16Gi, 110 pods each), and writes an admin kubeconfig to --kubeconfig.
+16Gi, 110 pods each), and only then writes an admin kubeconfig to
+--kubeconfig: the file appears once the sandbox is ready, never before.
+
+In a script, start up in the background and wait for it with 'sandbox wait'
+before the next command:
+
+  bin/sandbox up --kubeconfig /tmp/sandbox.kubeconfig &
+  bin/sandbox wait --kubeconfig /tmp/sandbox.kubeconfig
+
+A kubeconfig that an earlier up left at --kubeconfig (killed before it could
+remove it) is replaced; up refuses a file there that the sandbox did not
+write, or one whose sandbox still runs.
 
 No scheduler and no descheduler run inside: start bin/scheduler and
-bin/descheduler against the kubeconfig, as up prints. Ctrl-C (or SIGTERM)
-stops everything, removes the kubeconfig and exits 0. Nothing is kept: the
-next up starts empty.`,
+bin/descheduler against the kubeconfig, as up prints, or the ones a helm
+release of the chart installed with 'sandbox run-chart'. Ctrl-C (or SIGTERM,
+e.g. kill %1 for a background job) stops everything, removes the kubeconfig
+and exits 0. Nothing is kept: the next up starts empty.`,
 		Example: `  sandbox up --kubeconfig /tmp/sandbox.kubeconfig
+  # in a script: in the background, then wait until it is ready
+  sandbox up --kubeconfig /tmp/sandbox.kubeconfig &
+  sandbox wait --kubeconfig /tmp/sandbox.kubeconfig
   # with kube-apiserver's audit log
   sandbox up --apiserver-flag=--audit-policy-file=policy.yaml --apiserver-flag=--audit-log-path=audit.log`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -61,7 +77,7 @@ next up starts empty.`,
 			return up(cmd.Context(), f, stdout, stderr)
 		},
 	}
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", filepath.Join(os.TempDir(), "budgetguard-sandbox.kubeconfig"), "where to write the kubeconfig")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", defaultKubeconfig(), "where to write the kubeconfig, once the control plane is ready")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "how many Nodes to create (sandbox-node-1, ...)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "show the logs of etcd, kube-apiserver and the controllers on stderr")
 	cmd.Flags().StringArrayVar(&f.apiServerFlags, "apiserver-flag", nil, "an extra kube-apiserver flag, e.g. --apiserver-flag=--audit-log-path=audit.log (repeatable)")
@@ -75,6 +91,13 @@ func up(ctx context.Context, f upFlags, stdout, stderr io.Writer) error {
 	}
 	if !f.verbose {
 		ctx = quietLogging(ctx, stderr)
+	}
+	path, err := filepath.Abs(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := claimKubeconfig(ctx, path); err != nil {
+		return err
 	}
 	opts := sandbox.DefaultOptions()
 	opts.Verbose = f.verbose
@@ -100,22 +123,23 @@ func up(ctx context.Context, f upFlags, stdout, stderr io.Writer) error {
 			return fmt.Errorf("create node %s: %w", node.Name, err)
 		}
 	}
-	path, err := filepath.Abs(f.kubeconfig)
-	if err != nil {
+	if err := nodesReady(ctx, cp.Client, f.nodes); err != nil {
 		return err
 	}
-	// Not Config's own CA and server name: they verify the loopback
-	// certificate only, and a client given --master (the descheduler)
-	// drops the server name.
-	if err := cp.WriteKubeconfig(path, "admin", cp.Config.BearerToken); err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(path) }()
 	schedulerConfig := path + ".scheduler-config.yaml"
 	if err := writeSchedulerConfig(schedulerConfig, path); err != nil {
 		return err
 	}
 	defer func() { _ = os.Remove(schedulerConfig) }()
+	// The kubeconfig comes last, all at once (written beside it, then
+	// renamed): its appearance is what 'sandbox wait' and scripts take for
+	// "ready". Not Config's own CA and server name: they verify the
+	// loopback certificate only, and a client given --master (the
+	// descheduler) drops the server name.
+	defer func() { _ = os.Remove(path) }()
+	if err := writeKubeconfigAtomically(cp, path); err != nil {
+		return err
+	}
 
 	// kube-apiserver reports the version stamped into k8s.io/component-base
 	// by hack/ldflags.sh; go build and go run leave a placeholder there.
@@ -146,6 +170,50 @@ scheduler runs here. Press Ctrl-C to stop; nothing is kept.
 	fmt.Fprintln(stderr, "stopping the control plane…")
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	return nil
+}
+
+// nodesReady waits until the simulated kubelet has made the n nodes up
+// created Ready, so that the sandbox is ready for pods when the kubeconfig
+// appears.
+func nodesReady(ctx context.Context, client kubernetes.Interface, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var last error
+	for {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		last = err
+		if err == nil {
+			ready := 0
+			for i := range nodes.Items {
+				if nodeReady(&nodes.Items[i]) {
+					ready++
+				}
+			}
+			if ready >= n {
+				return nil
+			}
+			last = fmt.Errorf("%d of %d nodes Ready", ready, n)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the nodes did not become Ready within a minute: %w", last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// writeKubeconfigAtomically writes the admin kubeconfig to a file beside
+// path and renames it to path, so that a reader sees no file or all of it.
+func writeKubeconfigAtomically(cp *sandbox.ControlPlane, path string) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := cp.WriteKubeconfig(tmp, "admin", cp.Config.BearerToken); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	return nil
 }

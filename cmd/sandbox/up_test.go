@@ -13,42 +13,49 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/budgetguard/budgetguard/internal/testmain"
+	"github.com/budgetguard/budgetguard/sandbox"
 )
 
 // TestUp runs `sandbox up` in this process, uses the kubeconfig it writes as
 // kubectl would (through clientcmd: the CA must verify kube-apiserver's
 // serving certificate, and the user must be an admin), checks the scheduler
 // configuration it writes, and stops it as Ctrl-C does: exit 0, files gone.
+// A kubeconfig an earlier, killed up left behind is at the path when it
+// starts, and `sandbox wait` runs from the start: the kubeconfig up writes
+// appears only once every node is Ready, and wait returns only then.
 func TestUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	upCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
+	writeKubeconfig(t, path, sandbox.KubeconfigCluster)
+	waited := make(chan testmain.Result, 1)
+	go func() { waited <- testmain.Run(t, "wait", "--kubeconfig", path, "--timeout", "2m") }()
 	var stdout, stderr bytes.Buffer
 	done := make(chan int)
 	go func() { done <- execute(upCtx, []string{"up", "--kubeconfig", path, "--nodes", "2"}, &stdout, &stderr) }()
 
 	deadline := time.Now().Add(2 * time.Minute)
+	var cfg *rest.Config
 	for {
-		if _, err := os.Stat(path); err == nil {
+		// The stale kubeconfig names port 1; up's names its API server.
+		if c, err := clientcmd.BuildConfigFromFlags("", path); err == nil && c.Host != "https://127.0.0.1:1" {
+			cfg = c
 			break
 		}
 		select {
 		case code := <-done:
 			t.Fatalf("up exited with %d before writing the kubeconfig:\n%s", code, stderr.String())
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("up wrote no kubeconfig within 2 minutes")
 		}
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -57,6 +64,15 @@ func TestUp(t *testing.T) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list nodes with the kubeconfig: %v", err)
+	}
+	for i := range nodes.Items {
+		if !nodeReady(&nodes.Items[i]) {
+			t.Errorf("node %s is not Ready when the kubeconfig appears", nodes.Items[i].Name)
+		}
+	}
+	w := <-waited
+	if w.Code != 0 || !strings.Contains(w.Stdout, "The sandbox is ready: kube-apiserver ") || !strings.Contains(w.Stdout, "2 node(s) Ready") {
+		t.Errorf("sandbox wait: exit code %d, stdout %q, stderr %q; want 0 and the sandbox ready with 2 nodes", w.Code, w.Stdout, w.Stderr)
 	}
 	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil || !slices.Contains(review.Status.UserInfo.Groups, "system:masters") {

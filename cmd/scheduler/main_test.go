@@ -97,6 +97,27 @@ func TestConfigErrors(t *testing.T) {
 			want: `profiles[0] ("budgetguard-scheduler").pluginConfig[0]: BudgetAwarePreemption is configured but not enabled at postFilter`,
 		},
 		{
+			// kube-scheduler's validation passes an unknown plugin name,
+			// and its start fails on it ("PostFilterPlugin ... does not
+			// exist") once it has a cluster.
+			name: "misspelt plugin at postFilter",
+			doc: withoutCluster + `profiles:
+- schedulerName: budgetguard-scheduler
+  plugins:
+    postFilter:
+      enabled: [{name: BudgetAwarePreemptoin}]
+      disabled: [{name: DefaultPreemption}]
+`,
+			want: `profiles[0] ("budgetguard-scheduler").plugins.postFilter.enabled: unknown plugin "BudgetAwarePreemptoin"; did you mean "BudgetAwarePreemption"?`,
+		},
+		{
+			name: "misspelt plugin at score, beside BudgetAwarePreemption",
+			doc: testobj.SchedulerConfig{}.YAML() + `    score:
+      enabled: [{name: NodeResourcesFitt, weight: 1}]
+`,
+			want: `profiles[0] ("budgetguard-scheduler").plugins.score.enabled: unknown plugin "NodeResourcesFitt"; did you mean "NodeResourcesFit"?`,
+		},
+		{
 			name: "unsupported actuation",
 			doc:  testobj.SchedulerConfig{Args: "{actuation: Kill}"}.YAML(),
 			want: `profiles[0].pluginConfig[0].args.actuation: Unsupported value: "Kill"`,

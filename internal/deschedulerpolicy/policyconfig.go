@@ -85,6 +85,10 @@ func CheckPolicyFile(path string, registry pluginregistry.Registry) error {
 //     case-sensitively and drops the rest); a name written in another case
 //     gets the spelling to write;
 //   - plugin args are defaulted and validated;
+//   - every plugin enabled at deschedule, balance, filter or
+//     preevictionfilter is registered, runs at that point and is
+//     configured, as the descheduler requires at start (see
+//     checkEnabledPlugins);
 //   - BudgetAwareEvictor, where a profile has it, is configured and enabled
 //     at filter and preevictionfilter (see checkBudgetAwareEvictor).
 //
@@ -138,6 +142,7 @@ func CheckPolicy(data []byte, registry pluginregistry.Registry) error {
 			}
 			errs = append(errs, validateArgs(path.Child("args"), args, util))
 		}
+		errs = append(errs, checkEnabledPlugins(i, prof, registry)...)
 		errs = append(errs, checkBudgetAwareEvictor(i, prof)...)
 	}
 	return utilerrors.NewAggregate(errs)

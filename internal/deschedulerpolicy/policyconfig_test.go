@@ -326,6 +326,49 @@ func TestCheckPolicy(t *testing.T) {
 				`supported values: "` + strings.Join(slices.Sorted(maps.Keys(registry)), `", "`) + `"`,
 			},
 		},
+		// The descheduler refuses these when it builds the profile at
+		// start (frameworkprofile.NewProfile), after the stock loading
+		// has accepted them.
+		{
+			name:    "misspelt plugin enabled at balance",
+			policy:  strings.Replace(base, "enabled: [RemoveDuplicates]", "enabled: [RemoveDuplicats]", 1),
+			wantErr: []string{`profiles[0].plugins.balance.enabled[0]: unknown plugin "RemoveDuplicats"; did you mean "RemoveDuplicates"?`},
+		},
+		{
+			name:   "misspelt BudgetAwareEvictor enabled at filter",
+			policy: strings.Replace(base, "    filter:\n      enabled: [BudgetAwareEvictor]", "    filter:\n      enabled: [BudgetAwareEvicter]", 1),
+			wantErr: []string{
+				`profiles[0].plugins.filter.enabled[0]: unknown plugin "BudgetAwareEvicter"; did you mean "BudgetAwareEvictor"?`,
+				`BudgetAwareEvictor is enabled at preevictionfilter but not at filter`,
+			},
+		},
+		{
+			name:    "plugin in another case",
+			policy:  strings.Replace(base, "enabled: [RemoveDuplicates]", "enabled: [removeduplicates]", 1),
+			wantErr: []string{`profiles[0].plugins.balance.enabled[0]: unknown plugin "removeduplicates"; did you mean "RemoveDuplicates"?`},
+		},
+		{
+			name:   "unknown plugin like none registered",
+			policy: strings.Replace(base, "enabled: [RemoveDuplicates]", "enabled: [RemoveDuplicates, Shuffle]", 1),
+			wantErr: []string{
+				`profiles[0].plugins.balance.enabled[1]: unknown plugin "Shuffle"; balance plugins: `,
+				"LowNodeUtilization", "RemoveDuplicates",
+			},
+		},
+		{
+			name:    "plugin at an extension point it does not implement",
+			policy:  strings.Replace(base, "    balance:\n      enabled: [RemoveDuplicates]", "    deschedule:\n      enabled: [RemoveDuplicates]", 1),
+			wantErr: []string{`profiles[0].plugins.deschedule.enabled[0]: plugin "RemoveDuplicates" does not run at deschedule; deschedule plugins: `},
+		},
+		{
+			name:    "plugin enabled but not configured",
+			policy:  strings.Replace(base, "enabled: [RemoveDuplicates]", "enabled: [RemoveDuplicates, LowNodeUtilization]", 1),
+			wantErr: []string{`profiles[0].plugins.balance.enabled[1]: plugin "LowNodeUtilization" is enabled but not configured, which the descheduler refuses; add "- name: LowNodeUtilization" to profiles[0].pluginConfig`},
+		},
+		{
+			name:   "DefaultEvictor enabled without its pluginConfig, which the descheduler adds",
+			policy: strings.Replace(strings.Replace(base, "  - name: DefaultEvictor\n", "", 1), "enabled: [BudgetAwareEvictor]", "enabled: [DefaultEvictor, BudgetAwareEvictor]", 2),
+		},
 		{
 			name:    "wrong kind",
 			policy:  strings.Replace(base, "kind: DeschedulerPolicy", "kind: Policy", 1),

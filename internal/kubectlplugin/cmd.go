@@ -143,6 +143,9 @@ Exit codes: 0 done (lint: no error-level finding), 1 lint found an error,
 		addPrintFlags(o, c)
 		root.AddCommand(c)
 	}
+	// Before cobra adds its default completion command, which would say
+	// nothing of "kubectl budgetguard".
+	root.AddCommand(newCompletionCommand(streams.Out, streams.ErrOut))
 	return root
 }
 
@@ -247,11 +250,7 @@ func (o *options) why(ctx context.Context, name string) error {
 		}
 		node, nodeUnknown := c.node(ctx, pod)
 		out := buildWhy(pod, node, nodeUnknown, events, c.cache.Explain(pod))
-		var names []ObjectInfo
-		for _, b := range out.Budgets {
-			names = append(names, ObjectInfo{Kind: b.Kind, Namespace: b.Namespace, Name: b.Name})
-		}
-		return o.print(&out, names, func(w io.Writer, p painter, wide bool) error { return printWhy(w, p, out, wide) })
+		return o.print(&out, whyNames(out), func(w io.Writer, p painter, wide bool) error { return printWhy(w, p, out, wide) })
 	})
 }
 

@@ -1,6 +1,7 @@
 package kubectlplugin
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,12 +66,16 @@ func deepCopy[T any, P interface {
 	return c
 }
 
-// addPrintFlags adds -o and cli-runtime's template flags to c, for o.
+// addPrintFlags adds -o and cli-runtime's template flags to c, for o. Not
+// --show-managed-fields, which PrintFlags.AddFlags would add: the output is
+// not an API object and has no managedFields to show.
 func addPrintFlags(o *options, c *cobra.Command) {
 	pf := genericclioptions.NewPrintFlags("")
-	pf.AddFlags(c)
+	pf.NamePrintFlags.AddFlags(c)
+	pf.TemplatePrinterFlags.AddFlags(c)
 	formats := append([]string{formatWide}, pf.AllowedFormats()...)
-	c.Flags().Lookup("output").Usage = fmt.Sprintf("Output format. One of: (%s). Without it, a table.", strings.Join(formats, ", "))
+	c.Flags().StringVarP(pf.OutputFormat, "output", "o", *pf.OutputFormat, fmt.Sprintf("Output format. One of: (%s). Without it, a table.", strings.Join(formats, ", ")))
+	pf.OutputFlagSpecified = func() bool { return c.Flag("output").Changed }
 	_ = c.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return formats, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -114,7 +119,10 @@ var objectKinds = map[string]schema.GroupVersion{
 }
 
 // printNames prints each object once, in order, as kubectl's -o name does
-// (pod/web-0, poddisruptionbudget.policy/web).
+// (pod/web-0, poddisruptionbudget.policy/web), followed by the namespace,
+// which kubectl's leaves out: "poddisruptionbudget.policy/web -n shop".
+// A line is then the arguments of a kubectl command for the object (xargs
+// -L1 kubectl get), and lint -A keeps apart what each namespace found.
 func printNames(p printers.ResourcePrinter, w io.Writer, objs []ObjectInfo) error {
 	seen := map[ObjectInfo]bool{}
 	for _, obj := range objs {
@@ -128,7 +136,11 @@ func printNames(p printers.ResourcePrinter, w io.Writer, objs []ObjectInfo) erro
 		}
 		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name}}
 		m.SetGroupVersionKind(gv.WithKind(obj.Kind))
-		if err := p.PrintObj(m, w); err != nil {
+		var name bytes.Buffer
+		if err := p.PrintObj(m, &name); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "%s -n %s\n", strings.TrimSpace(name.String()), obj.Namespace); err != nil {
 			return err
 		}
 	}

@@ -94,6 +94,29 @@ func buildWhy(pod *v1.Pod, node *v1.Node, nodeUnknown string, events []v1.Event,
 	return out
 }
 
+// whyNames are the budgets the answer names, for -o name: those that cover
+// the pod, then, for a pending pod, those its refusal names (budgets over
+// other pods, which it would preempt), each once.
+func whyNames(out WhyOutput) []ObjectInfo {
+	var names []ObjectInfo
+	for _, b := range out.Budgets {
+		names = append(names, ObjectInfo{Kind: b.Kind, Namespace: b.Namespace, Name: b.Name})
+	}
+	if out.Pending == nil {
+		return names
+	}
+	for _, n := range out.Pending.NamedBudgets {
+		if m := budgetName.FindStringSubmatch(n); m != nil {
+			kind := string(budget.KindPDB)
+			if m[1] == "pub" {
+				kind = string(budget.KindPUB)
+			}
+			names = append(names, ObjectInfo{Kind: kind, Namespace: m[2], Name: m[4]})
+		}
+	}
+	return names
+}
+
 func verdictInfo(v budget.BudgetVerdict) VerdictInfo {
 	switch {
 	case v.Denial != nil:

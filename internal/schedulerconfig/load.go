@@ -30,13 +30,16 @@ func Load(logger klog.Logger, path string) (*config.KubeSchedulerConfiguration, 
 }
 
 // Check checks what kube-scheduler does not in a loaded configuration: the
-// BudgetAwarePreemption args (CheckArgs) and, in every profile, that
-// DefaultPreemption does not run beside BudgetAwarePreemption and that
-// BudgetAwarePreemption runs at postFilter wherever it is configured. It
+// BudgetAwarePreemption args (CheckArgs), that every plugin a profile
+// enables is registered (pluginNameErrors; kube-scheduler finds out only
+// once it runs) and, in every profile, that DefaultPreemption does not run
+// beside BudgetAwarePreemption and that BudgetAwarePreemption runs at
+// postFilter wherever it is configured. It
 // returns every problem, one per line; each names the profile and the field
 // and says what to write instead.
 func Check(cfg *config.KubeSchedulerConfiguration) error {
 	errs := argsErrors(cfg)
+	errs = append(errs, pluginNameErrors(cfg)...)
 	for i := range cfg.Profiles {
 		errs = append(errs, profileErrors(i, &cfg.Profiles[i])...)
 	}

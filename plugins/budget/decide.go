@@ -197,7 +197,7 @@ func multiplePDBs(pod *v1.Pod, pdbs []*pdbEntry) Decision {
 	names := make([]string, 0, len(pdbs))
 	for _, e := range pdbs {
 		refs = append(refs, e.spends[0])
-		names = append(names, e.key.name)
+		names = append(names, e.spends[0].String())
 	}
 	return Decision{Denials: []Denial{{
 		Budgets: refs,

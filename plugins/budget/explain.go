@@ -161,7 +161,7 @@ func fixes(x Explanation) []string {
 		}
 		names := make([]string, 0, len(d.Budgets))
 		for _, r := range d.Budgets {
-			names = append(names, "pdb/"+r.Name)
+			names = append(names, r.String())
 		}
 		sort.Strings(names)
 		add(fmt.Sprintf("remove the overlap of %s with %s: change a selector so that one PodDisruptionBudget covers the pod",

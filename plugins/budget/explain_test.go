@@ -63,7 +63,7 @@ func TestExplain(t *testing.T) {
 			want: explained{
 				Budgets: []string{"pdb shop/all by {} spends", "pdb shop/web by selector spends"},
 				Evict:   ReasonMultiplePDBs, Delete: ReasonMultiplePDBs,
-				Fixes: []string{"remove the overlap of pdb/all with pdb/web: change a selector so that one PodDisruptionBudget covers the pod"},
+				Fixes: []string{"remove the overlap of pdb shop/all with pdb shop/web: change a selector so that one PodDisruptionBudget covers the pod"},
 			},
 		},
 		{

@@ -153,26 +153,34 @@ func (c *Cache) Lint(in LintInput) []Finding {
 		switch g.code {
 		case FindingMultiplePDBs:
 			f.Severity = SeverityError
-			f.Message = fmt.Sprintf("%d pods are covered by %d PodDisruptionBudgets (%s); the Eviction API answers 500 for every one of them",
-				len(g.pods), len(g.budgets), names)
+			every := "every one of them"
+			if len(g.pods) == 1 {
+				every = "it"
+			}
+			f.Message = fmt.Sprintf("%s covered by %d PodDisruptionBudgets (%s); the Eviction API answers 500 for %s",
+				podsAre(len(g.pods)), len(g.budgets), names, every)
 			f.Fix = "change the selectors so that each pod is covered by one PodDisruptionBudget, e.g. one per workload or one per role"
 		case FindingMultiplePUBs:
-			f.Message = fmt.Sprintf("%d pods are covered by %d PodUnavailableBudgets (%s); OpenKruise leaves a pod under several PUBs undefined",
-				len(g.pods), len(g.budgets), names)
+			f.Message = fmt.Sprintf("%s covered by %d PodUnavailableBudgets (%s); OpenKruise leaves a pod under several PUBs undefined",
+				podsAre(len(g.pods)), len(g.budgets), names)
 			f.Fix = "change the selectors or targetRefs so that each pod is covered by one PodUnavailableBudget"
 		case FindingPDBAndPUB:
-			f.Message = fmt.Sprintf("%d pods are covered by a PodDisruptionBudget and a PodUnavailableBudget (%s); every disruption must satisfy both",
-				len(g.pods), names)
+			f.Message = fmt.Sprintf("%s covered by a PodDisruptionBudget and a PodUnavailableBudget (%s); every disruption must satisfy both",
+				podsAre(len(g.pods)), names)
 			f.Fix = "protect the pods with one kind of budget, unless both are meant"
 			if why := disagreement(g.budgets, g.pods, pdbByKey, pubByKey); why != "" {
 				f.Code = FindingPDBAndPUBDisagree
-				f.Message = fmt.Sprintf("%d pods are covered by a PodDisruptionBudget and a PodUnavailableBudget (%s) that disagree: %s; the stricter one decides each disruption, and the Eviction API, OpenKruise and cluster-autoscaler each know only some of them",
-					len(g.pods), names, why)
+				f.Message = fmt.Sprintf("%s covered by a PodDisruptionBudget and a PodUnavailableBudget (%s) that disagree: %s; the stricter one decides each disruption, and the Eviction API, OpenKruise and cluster-autoscaler each know only some of them",
+					podsAre(len(g.pods)), names, why)
 				f.Fix = "give both budgets the same threshold and the same pods, or protect the pods with one kind of budget"
 			}
 		case FindingDeprecatedAnnotation:
-			f.Message = fmt.Sprintf("%d pods under %s carry annotations OpenKruise has replaced: %s",
-				len(g.pods), names, deprecatedPodAnnotations(g.pods[0], pubByKey[keyOf(g.budgets[0])]))
+			carry := "carry"
+			if len(g.pods) == 1 {
+				carry = "carries"
+			}
+			f.Message = fmt.Sprintf("%d %s under %s %s annotations OpenKruise has replaced: %s",
+				len(g.pods), plural(int32(len(g.pods)), "pod"), names, carry, deprecatedPodAnnotations(g.pods[0], pubByKey[keyOf(g.budgets[0])]))
 			f.Fix = "select the pods to leave unprotected with the PUB's spec.ignoredPodSelector (policy.kruise.io/v1beta1); let OpenKruise's webhook write pub.kruise.io/related-pub"
 		}
 		f.Objects, f.More = objects(g.budgets, g.pods)
@@ -221,6 +229,11 @@ func lintPDB(pdb *policyv1.PodDisruptionBudget, pods []*v1.Pod) []Finding {
 		one(FindingNilSelector, SeverityWarning, nil, "set spec.selector; {} selects every pod of the namespace",
 			"spec.selector is not set, so it covers no pod")
 		return out
+	case len(pods) == 0 && sel.Empty():
+		// {}: labels.Selector prints it as "", which reads as no selector.
+		one(FindingSelectsNoPods, SeverityWarning, nil, "nothing, if the namespace's pods are still to come; else delete the PDB",
+			"its selector {} selects every pod of the namespace, and the namespace has none")
+		return out
 	case len(pods) == 0:
 		one(FindingSelectsNoPods, SeverityWarning, nil, "check the selector against the pods' labels, or delete the PDB",
 			"selector %q matches no pod", sel.String())
@@ -228,8 +241,7 @@ func lintPDB(pdb *policyv1.PodDisruptionBudget, pods []*v1.Pod) []Finding {
 	}
 	n := len(pods)
 	if reason := neverAllows(pdb.Spec, n); reason != "" {
-		one(FindingNeverAllows, SeverityError, nil,
-			"lower minAvailable below the number of pods, or set maxUnavailable to at least 1",
+		one(FindingNeverAllows, SeverityError, nil, neverAllowsFix(pdb.Spec, n),
 			"%s, over %d %s: it never allows a disruption", reason, n, plural(int32(n), "pod"))
 	}
 	if usesScale(pdb.Spec) {
@@ -393,6 +405,27 @@ func neverAllows(spec policyv1.PodDisruptionBudgetSpec, n int) string {
 		}
 	}
 	return ""
+}
+
+// neverAllowsFix is the fix of a NeverAllowsDisruption finding, about the
+// field that spec sets: maxUnavailable takes priority over minAvailable, as
+// in neverAllows.
+func neverAllowsFix(spec policyv1.PodDisruptionBudgetSpec, n int) string {
+	if spec.MaxUnavailable != nil {
+		return "set maxUnavailable to at least 1 (or, as a percentage, above 0%)"
+	}
+	if spec.MinAvailable != nil && spec.MinAvailable.Type == intstr.String {
+		return fmt.Sprintf("lower minAvailable below the number of pods (%d; a percentage rounds up to whole pods)", n)
+	}
+	return fmt.Sprintf("lower minAvailable below the number of pods (%d)", n)
+}
+
+// podsAre is "1 pod is" or "n pods are".
+func podsAre(n int) string {
+	if n == 1 {
+		return "1 pod is"
+	}
+	return fmt.Sprintf("%d pods are", n)
 }
 
 // usesScale reports whether the disruption controller needs the pods'

@@ -185,7 +185,8 @@ func pdbNumbers(st *policyv1.PodDisruptionBudgetStatus, n pending, ready bool) s
 	if !ready {
 		b.WriteString("pod is not ready and the application is disrupted; ")
 	}
-	fmt.Fprintf(&b, "%d healthy, %d desired, %d disruptions allowed%s", st.CurrentHealthy, st.DesiredHealthy, st.DisruptionsAllowed, n.shortfall())
+	fmt.Fprintf(&b, "%d healthy, %d desired, %d %s allowed%s", st.CurrentHealthy, st.DesiredHealthy, st.DisruptionsAllowed,
+		plural(st.DisruptionsAllowed, "disruption"), n.shortfall())
 	return b.String()
 }
 

@@ -105,7 +105,7 @@ func TestRule2Selectors(t *testing.T) {
 		{name: "matchExpressions selector covers", objs: []any{webPDB("web", exhausted).Selector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpExists}}}).Obj()},
 			pod: webPod("a").Obj(), want: denied(ReasonInsufficientBudget)},
 		{name: "two PDBs on one pod deny", objs: []any{webPDB("web", oneLeft).Obj(), webPDB("all", oneLeft).Selector(&metav1.LabelSelector{}).Obj()},
-			pod: webPod("a").Obj(), want: denied(ReasonMultiplePDBs), msg: "2 PodDisruptionBudgets"},
+			pod: webPod("a").Obj(), want: denied(ReasonMultiplePDBs), msg: "pod shop/a is covered by 2 PodDisruptionBudgets (pdb shop/all, pdb shop/web); "},
 		{name: "PDB in another namespace does not cover", objs: []any{webPDB("web", exhausted).Namespace("other").Obj()},
 			pod: webPod("a").Obj(), want: allowedFree},
 	})
@@ -379,13 +379,13 @@ func TestRefusalSeparatesPlanFromInFlight(t *testing.T) {
 			name:    "a plan of two under a budget of one",
 			pdb:     pdbStatus{healthy: 4, desired: 3, allowed: 1},
 			planned: []string{"a"},
-			want:    "pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed; needs 2 (this pod and 1 other of the same disruption)",
+			want:    "pdb shop/web: 4 healthy, 3 desired, 1 disruption allowed; needs 2 (this pod and 1 other of the same disruption)",
 		},
 		{
 			name:     "another disruption in flight, alone",
 			pdb:      pdbStatus{healthy: 4, desired: 3, allowed: 1},
 			reserved: []string{"x"},
-			want:     "pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed, 1 in flight",
+			want:     "pdb shop/web: 4 healthy, 3 desired, 1 disruption allowed, 1 in flight",
 		},
 		{
 			name:     "another disruption in flight and a plan of three",

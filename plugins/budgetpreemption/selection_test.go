@@ -408,7 +408,7 @@ func TestPostFilterBlockedNamesBudget(t *testing.T) {
 	if status.IsSuccess() {
 		t.Fatalf("PostFilter succeeded; want it blocked by the budget")
 	}
-	const want, numbers = "pdb shop/web", "4 healthy, 3 desired, 1 disruptions allowed; needs 2"
+	const want, numbers = "pdb shop/web", "4 healthy, 3 desired, 1 disruption allowed; needs 2"
 	if msg := status.Message(); !strings.Contains(msg, want+": "+numbers) || strings.Contains(msg, "in flight") {
 		t.Errorf("status %q does not name %q, or counts the candidate's own victims as in flight", msg, want+": "+numbers)
 	}

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,60 +17,104 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"github.com/budgetguard/budgetguard/internal/testenv"
 )
 
-// TestQuickStart runs README's quick start as a user would, command by
-// command, each as its own process: the binaries built as make build builds
-// them, the chart packaged as make chart packages it, `sandbox up`,
-// `hack/helm.sh install` of that chart into it (the pinned helm checks the
-// chart's kubeVersion against the version the sandbox reports), `sandbox
-// run-chart` (the scheduler and descheduler under the release's
-// ServiceAccounts, their version the tag of the images the release pulls),
-// the two example files applied, a preemption refused with the budget named,
-// and `kubectl budgetguard why` naming it too. `kubectl apply` is the one
-// step done here through the API (server-side apply, as kubectl apply
-// --server-side): kubectl is not among the pinned tools.
-func TestQuickStart(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	buildBinaries(t, bin)
-	// The building above may take minutes on a cold cache; the steps have
-	// their own deadline.
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
+// quickStartKubectl, when set, is the kubectl TestQuickStart runs the quick
+// start with, in place of the pinned one: e.g. -args
+// -quickstart.kubectl=/usr/bin/kubectl to try another version.
+var quickStartKubectl = flag.String("quickstart.kubectl", "", "the kubectl TestQuickStart runs README's quick start with (default: the pinned one, hack/kubectl.sh)")
 
-	version := strings.TrimSpace(runOutput(t, filepath.Join("hack", "version.sh")))
-	chartOut := strings.Split(strings.TrimSpace(runOutput(t, filepath.Join("hack", "chart.sh"), filepath.Join(dir, "chart"))), "\n")
-	chart := chartOut[len(chartOut)-1]
-	if want := "budgetguard-" + strings.TrimPrefix(version, "v") + ".tgz"; filepath.Base(chart) != want {
-		t.Fatalf("make chart wrote %s, want %s", chart, want)
+// TestQuickStart runs README's quick start as a script, as a user who
+// pastes it into one would: its first sh block, with bash -euo pipefail,
+// from the repository's root, its `make build chart` included (it writes
+// bin/ and _output/chart there, as for the user). Two things differ: the
+// kubeconfig path of its export line is the test's own, and kubectl is the
+// pinned one (hack/kubectl.sh, go.mod's Kubernetes version) first on PATH.
+// The script must get through every step (the sandbox waited for, the
+// chart installed by the pinned helm, run-chart's processes under the
+// release's ServiceAccounts, web rolled out, checkout refused); then the
+// test checks through the API what README says happened: the refusal
+// event names pdb shop/web with README's example sentence, checkout is
+// unbound, no web pod was disrupted, and the release's own pods are
+// Pending. Last, the script runs README's stop block: both background
+// processes exit, the kubeconfig is gone and run-chart left no temporary
+// directory.
+func TestQuickStart(t *testing.T) {
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, stop := quickStartBlocks(t, string(readme))
+	example := introExample(t, string(readme))
+	dir := t.TempDir()
+
+	// The block's one path of its own: the kubeconfig, exported once.
+	const readmeKubeconfig = "/tmp/sandbox.kubeconfig"
+	kubeconfig := filepath.Join(dir, "sandbox.kubeconfig")
+	if n := strings.Count(block, readmeKubeconfig); n != 1 || !strings.Contains(block, "export KUBECONFIG="+readmeKubeconfig+" ") {
+		t.Fatalf("README's quick start names %s %d times, want once, in its export line:\n%s", readmeKubeconfig, n, block)
+	}
+	block = strings.Replace(block, readmeKubeconfig, kubeconfig, 1)
+
+	tools := filepath.Join(dir, "tools")
+	if err := os.MkdirAll(tools, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := *quickStartKubectl
+	if kubectl == "" {
+		runOutput(t, filepath.Join("hack", "kubectl.sh"), "version", "--client")
+		kubectl = filepath.Join(root, "_output", "tools", "kubectl")
+	}
+	if err := os.Symlink(kubectl, filepath.Join(tools, "kubectl")); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubectl: %s", strings.TrimSpace(runOutput(t, kubectl, "version", "--client")))
+	// TMPDIR of the script: where run-chart makes its directory.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
 	}
 
-	kubeconfig := filepath.Join(dir, "sandbox.kubeconfig")
-	up := startProcess(t, "sandbox up", filepath.Join(bin, "sandbox"), "up", "--kubeconfig", kubeconfig)
-	up.waitFor(t, 2*time.Minute, "The sandbox control plane is up")
+	const done = "=== the quick start is done ==="
+	stopFile := filepath.Join(dir, "stop")
+	script := "set -euo pipefail\n" + block + "\necho '" + done + "'\n" +
+		"until [ -e '" + stopFile + "' ]; do sleep 0.2; done\n" + stop
+	sh := startProcess(t, "the quick start", []string{"PATH=" + tools + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + tmp},
+		"bash", "-c", script)
+	// make build on a cold build cache takes minutes.
+	sh.waitFor(t, 15*time.Minute, done)
+	out := sh.output()
+	if testing.Verbose() {
+		t.Logf("the quick start's output:\n%s", out)
+	}
+	for _, want := range []string{"The sandbox is ready: kube-apiserver ", "deployment \"web\" successfully rolled out", "PreemptionBlockedByBudget"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the quick start's output does not contain %q", want)
+		}
+	}
+	// kubectl budgetguard why: the budgets the refusal named.
+	if _, named, _ := strings.Cut(out, "budgets named"); !strings.HasPrefix(strings.TrimLeft(named, " "), "pdb shop/web\n") {
+		t.Errorf("kubectl budgetguard why pod/checkout does not name pdb shop/web")
+	}
 
-	// The sandbox reports the Kubernetes version it embeds (helm and kubectl
-	// check it): hack/ldflags.sh's, from go.mod.
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := kubernetes.NewForConfigOrDie(cfg)
+	// The sandbox reports the Kubernetes version it embeds (helm and kubectl
+	// check it): hack/ldflags.sh's, from go.mod.
 	sv, err := client.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatal(err)
@@ -80,39 +124,12 @@ func TestQuickStart(t *testing.T) {
 		t.Errorf("the sandbox reports Kubernetes %q (major %q); hack/ldflags.sh stamps %s", sv.GitVersion, sv.Major, ldflags)
 	}
 
-	runOutput(t, filepath.Join("hack", "helm.sh"), "install", "budgetguard", chart,
-		"--namespace", "kube-system", "--kubeconfig", kubeconfig)
-
-	run := startProcess(t, "sandbox run-chart", filepath.Join(bin, "sandbox"), "run-chart", "--kubeconfig", kubeconfig,
-		"--work-dir", filepath.Join(dir, "run-chart"))
-	run.waitFor(t, time.Minute, "Press Ctrl-C to stop.")
-	for _, c := range []string{"scheduler", "descheduler"} {
-		if !strings.Contains(run.output(), c+": running as ServiceAccount kube-system/budgetguard-"+c) {
-			t.Errorf("run-chart did not run the %s under the release's ServiceAccount:\n%s", c, run.output())
-		}
+	events, err := client.CoreV1().Events("shop").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=checkout,reason=PreemptionBlockedByBudget"})
+	if err != nil || len(events.Items) == 0 {
+		t.Fatalf("no PreemptionBlockedByBudget event on shop/checkout (%v)", err)
 	}
-
-	applyFile(t, ctx, kubeconfig, filepath.Join(repoRoot, "examples", "quickstart", "web.yaml"))
-	testenv.WaitFor(t, 2*time.Minute, "web's 4 pods Ready and its PDB allowing 1 disruption", func(ctx context.Context) (bool, error) {
-		pdb, err := client.PolicyV1().PodDisruptionBudgets("shop").Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return pdb.Status.CurrentHealthy == 4 && pdb.Status.DisruptionsAllowed == 1 && pdb.Status.ObservedGeneration == pdb.Generation, nil
-	})
-	applyFile(t, ctx, kubeconfig, filepath.Join(repoRoot, "examples", "quickstart", "checkout.yaml"))
-
-	var refusal string
-	testenv.WaitFor(t, 2*time.Minute, "a PreemptionBlockedByBudget event on shop/checkout", func(ctx context.Context) (bool, error) {
-		events, err := client.CoreV1().Events("shop").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=checkout,reason=PreemptionBlockedByBudget"})
-		if err != nil || len(events.Items) == 0 {
-			return false, err
-		}
-		refusal = events.Items[0].Message
-		return true, nil
-	})
-	if !strings.Contains(refusal, "pdb shop/web") {
-		t.Errorf("the refusal does not name pdb shop/web: %q", refusal)
+	if refusal := events.Items[0].Message; !strings.Contains(refusal, "pdb shop/web") || !strings.Contains(refusal, example) {
+		t.Errorf("the refusal %q does not name pdb shop/web with README's example %q", refusal, example)
 	}
 	pod, err := client.CoreV1().Pods("shop").Get(ctx, "checkout", metav1.GetOptions{})
 	if err != nil {
@@ -125,16 +142,88 @@ func TestQuickStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(pods.Items) != 4 {
+		t.Errorf("%d web pods, want 4", len(pods.Items))
+	}
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil || !isReady(&p) {
 			t.Errorf("web pod %s was disrupted", p.Name)
 		}
 	}
-
-	why := runOutput(t, filepath.Join(bin, "kubectl-budgetguard"), "why", "pod/checkout", "-n", "shop", "--kubeconfig", kubeconfig)
-	if !strings.Contains(why, "shop/web") {
-		t.Errorf("kubectl budgetguard why pod/checkout does not name pdb shop/web:\n%s", why)
+	// README: the release's own pods stay Pending, no scheduler being there
+	// for them.
+	release, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=budgetguard"})
+	if err != nil || len(release.Items) == 0 {
+		t.Errorf("the release's pods: %v, %d of them", err, len(release.Items))
 	}
+	for _, p := range release.Items {
+		if p.Status.Phase != corev1.PodPending || p.Spec.NodeName != "" {
+			t.Errorf("release pod %s is %s on %q, README says it stays Pending", p.Name, p.Status.Phase, p.Spec.NodeName)
+		}
+	}
+
+	// README's stop block.
+	if err := os.WriteFile(stopFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sh.exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the quick start's stop block did not end within 2 minutes:\n%s", sh.output())
+	}
+	if !sh.cmd.ProcessState.Success() {
+		t.Errorf("the quick start's script: %v", sh.cmd.ProcessState)
+	}
+	if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
+		t.Errorf("the kubeconfig is still there after the stop block: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "budgetguard-run-chart-*")); len(left) > 0 {
+		t.Errorf("run-chart left %v behind", left)
+	}
+}
+
+// quickStartBlocks returns the sh blocks of README's quick start section:
+// the quick start and the block that stops it.
+func quickStartBlocks(t *testing.T, readme string) (block, stop string) {
+	t.Helper()
+	_, section, ok := strings.Cut(readme, "\n## Quick start")
+	if !ok {
+		t.Fatal("README has no section \"## Quick start\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var blocks []string
+	for {
+		_, rest, ok := strings.Cut(section, "```sh\n")
+		if !ok {
+			break
+		}
+		b, after, ok := strings.Cut(rest, "```")
+		if !ok {
+			t.Fatal("README's quick start has an sh block without its end")
+		}
+		blocks = append(blocks, b)
+		section = after
+	}
+	if len(blocks) != 2 || !strings.Contains(blocks[0], "bin/sandbox up") || !strings.Contains(blocks[1], "kill ") {
+		t.Fatalf("README's quick start: want two sh blocks, the quick start and how to stop it; got %d:\n%s", len(blocks), strings.Join(blocks, "---\n"))
+	}
+	return blocks[0], blocks[1]
+}
+
+// introExample is the refusal README's introduction quotes, "for example,
+// in the quick start below, `...`".
+func introExample(t *testing.T, readme string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "for example, in the quick start below,")
+	if !ok {
+		t.Fatal("README's introduction quotes no refusal of the quick start")
+	}
+	_, rest, _ = strings.Cut(rest, "`")
+	example, _, ok := strings.Cut(rest, "`")
+	if !ok || example == "" {
+		t.Fatal("README's introduction: the example refusal is not in backquotes")
+	}
+	return example
 }
 
 func isReady(p *corev1.Pod) bool {
@@ -177,12 +266,16 @@ func (p *process) output() string {
 	return p.out.String()
 }
 
-// startProcess starts name with args from the repository's root; the test's
-// end stops it with SIGTERM (SIGKILL 30 s later).
-func startProcess(t *testing.T, label, name string, args ...string) *process {
+// startProcess starts name with args from the repository's root, with env
+// added to the test's environment, in a process group of its own; the
+// test's end stops the group (what a script started in the background
+// too) with SIGTERM, and SIGKILL 30 s later.
+func startProcess(t *testing.T, label string, env []string, name string, args ...string) *process {
 	t.Helper()
 	p := &process{name: label, cmd: exec.Command(name, args...), exited: make(chan struct{})}
 	p.cmd.Dir = repoRoot
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r, w := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = w, w
 	if err := p.cmd.Start(); err != nil {
@@ -198,13 +291,18 @@ func startProcess(t *testing.T, label, name string, args ...string) *process {
 	}()
 	go func() { _ = p.cmd.Wait(); _ = w.Close(); close(p.exited) }()
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		group := -p.cmd.Process.Pid
+		_ = syscall.Kill(group, syscall.SIGTERM)
 		select {
 		case <-p.exited:
 		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
+			_ = syscall.Kill(group, syscall.SIGKILL)
 			<-p.exited
 		}
+		// The group's other processes (a script's background jobs) may
+		// outlive its leader by a little; SIGKILL those that are left.
+		time.Sleep(time.Second)
+		_ = syscall.Kill(group, syscall.SIGKILL)
 		if t.Failed() {
 			t.Logf("output of %s:\n%s", label, p.output())
 		}
@@ -223,48 +321,4 @@ func (p *process) waitFor(t *testing.T, timeout time.Duration, text string) {
 		}
 		return strings.Contains(p.output(), text), nil
 	})
-}
-
-// applyFile applies every object of a YAML file with server-side apply, as
-// `kubectl apply --server-side -f` does.
-func applyFile(t *testing.T, ctx context.Context, kubeconfig, path string) {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg)))
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		gvk := obj.GroupVersionKind()
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", path, gvk, err)
-		}
-		body, err := obj.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
-		}
-		if _, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "kubectl", Force: ptr.To(true)}); err != nil {
-			t.Fatalf("%s: apply %s %s: %v", path, gvk.Kind, obj.GetName(), err)
-		}
-	}
 }

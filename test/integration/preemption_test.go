@@ -104,7 +104,7 @@ func TestPreemptionAnchorBudgetAwareKeepsBudget(t *testing.T) {
 
 	createPreemptor(t, ns, "preemptor", sched, high, "2", node)
 	testenv.WaitFor(t, testenv.DefaultWait, "an event on the preemptor naming the PDB and its numbers",
-		env.EventFor(ns, "preemptor", "PreemptionBlockedByBudget", "pdb "+ns+"/web", "4 healthy, 3 desired, 1 disruptions allowed"))
+		env.EventFor(ns, "preemptor", "PreemptionBlockedByBudget", "pdb "+ns+"/web", "4 healthy, 3 desired, 1 disruption allowed"))
 	testenv.Holds(t, settle, "at most 1 web pod is disrupted", goneAtMost(ns, web, 1))
 	testenv.Holds(t, time.Second, "the preemptor is not bound", func(ctx context.Context) (bool, error) {
 		p, err := cp.Client.CoreV1().Pods(ns).Get(ctx, "preemptor", metav1.GetOptions{})

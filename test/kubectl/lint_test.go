@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	kruisebeta "github.com/budgetguard/budgetguard/apis/kruise/policy/v1beta1"
@@ -67,6 +68,31 @@ func TestSelectorsAndPUBs(t *testing.T) {
 	overlappingPDBs(t, other, "api", 2)
 	stableBoth := func(s string) string { return stabilizer(other)(stable(s)) }
 	expect(t, kubectl(t, "lint", "-A"), kubectlplugin.ExitFindings, "lint-all.txt", stableBoth)
+	// -o name keeps each object's namespace, which kubectl's leaves out.
+	expect(t, kubectl(t, "lint", "-A", "-o", "name"), kubectlplugin.ExitFindings, "lint-all-names.txt", stableBoth)
+}
+
+// TestLintWording: a PDB with selector {} in a namespace without pods is
+// said to select every pod of the namespace (it read `selector ""`); the
+// fix for maxUnavailable: 0 is about maxUnavailable; one pod under two PDBs
+// is "1 pod is covered".
+func TestLintWording(t *testing.T) {
+	empty := env.NewNamespace(t)
+	env.DumpOnFailure(t, empty)
+	env.CreatePDB(t, empty, testobj.MakePDB().Name("all").Selector(&metav1.LabelSelector{}).MinAvailable(1))
+	pdbStatus(t, empty, "all", 0, 1, 0, 0)
+	expect(t, kubectl(t, "lint", "-n", empty), 0, "lint-empty-selector.txt", stabilizer(empty))
+
+	ns, node := namespaceWithNode(t)
+	tmpl := testobj.BoundPod(node).Label("app", "api").Template()
+	env.CreateReplicaSet(t, ns, testobj.MakeReplicaSet().Name("api").Replicas(1).Template(tmpl))
+	env.WaitForReadyPods(t, ns, map[string]string{"app": "api"}, 1)
+	env.CreatePDB(t, ns, testobj.MakePDB().Name("api").MatchLabels("app", "api").MaxUnavailable(0))
+	pdbStatus(t, ns, "api", 1, 1, 0, 1)
+	// Made once the first is counted, as overlappingPDBs does.
+	env.CreatePDB(t, ns, testobj.MakePDB().Name("api-too").MatchLabels("app", "api").MinAvailable(1))
+	pdbStatus(t, ns, "api-too", 1, 1, 0, 1)
+	expect(t, kubectl(t, "lint", "-n", ns), kubectlplugin.ExitFindings, "lint-wording.txt", stabilizer(ns, "api"))
 }
 
 // TestMissingPod: a pod that does not exist is a failure (3), not a usage error.

@@ -39,8 +39,9 @@ func TestExhaustedPDB(t *testing.T) {
 	expect(t, kubectl(t, "why", "web-0", "-n", ns, "-o", "json"), 0, "why-exhausted.json", stable)
 	expect(t, kubectl(t, "why", "web-0", "-n", ns, "-o", "wide"), 0, "why-exhausted-wide.txt", stable)
 	// cli-runtime's printers: the budgets by name, a JSONPath.
-	if r := kubectl(t, "why", "web-0", "-n", ns, "-o", "name"); r.code != 0 || r.out != "poddisruptionbudget.policy/web\n" {
-		t.Errorf("-o name: exit code %d, stdout %q, stderr %q; want poddisruptionbudget.policy/web", r.code, r.out, r.errOut)
+	want := "poddisruptionbudget.policy/web -n " + ns + "\n"
+	if r := kubectl(t, "why", "web-0", "-n", ns, "-o", "name"); r.code != 0 || r.out != want {
+		t.Errorf("-o name: exit code %d, stdout %q, stderr %q; want %q", r.code, r.out, r.errOut, want)
 	}
 	if r := kubectl(t, "why", "web-0", "-n", ns, "-o", "jsonpath={.decisions[*].result}"); r.code != 0 || r.out != "denied denied" {
 		t.Errorf("-o jsonpath: exit code %d, stdout %q, stderr %q; want %q", r.code, r.out, r.errOut, "denied denied")
@@ -63,6 +64,9 @@ func TestExhaustedPDB(t *testing.T) {
 		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "default-scheduler"},
 	})
 	expect(t, kubectl(t, "why", "preemptor", "-n", ns), 0, "why-pending.txt", stable)
+	// No budget covers the preemptor; -o name lists the one its refusal
+	// names, as the table does (it printed nothing).
+	expect(t, kubectl(t, "why", "pod/preemptor", "-n", ns, "-o", "name"), 0, "why-pending-names.txt", stable)
 }
 
 // TestOverlappingPDBs is the seeds' overlapping pair: a PDB per app and one
