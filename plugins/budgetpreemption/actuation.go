@@ -210,6 +210,19 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 	return pl.actuate(ctx, c, cr, preemptor, preemptorPod, victim, pluginName)
 }
 
+// preemptPodInMemory is Executor.PreemptPod: preemptPod, and whether the
+// victim was preempted only in the scheduler's memory (a pod waiting at
+// Permit or in PreBind, which upstream's PreemptPod rejects there without
+// an API call; it disrupts nothing running). The Executor does not wait for
+// the deletion of such a last victim before it lets the preemptor in.
+func (pl *BudgetAwarePreemption) preemptPodInMemory(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) (bool, error) {
+	inMemory := pl.inScheduler(victim)
+	if err := pl.preemptPod(ctx, c, preemptor, victim, pluginName); err != nil {
+		return false, err
+	}
+	return inMemory, nil
+}
+
 // preemptorPodOf is the pod the rules look at for preemptor: the pod
 // itself (a pod preemptor's Obj is a wrapper; Pods holds the pod), or a
 // gang's stand-in, which carries the PodGroup's priority and UID, so that

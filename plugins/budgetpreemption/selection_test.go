@@ -84,6 +84,17 @@ func newEnv(t testing.TB, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pod
 	return &env{ctx: ctx, fw: fw, pl: pl, budgets: bc, snapshot: snapshot}
 }
 
+// units returns the potential victims on ni as the Evaluator hands them to
+// SelectVictimsOnNode.
+func (e *env) units(t testing.TB, ni fwk.NodeInfo) []*preemption.DomainVictim {
+	t.Helper()
+	vs, err := e.pl.Evaluator.GetVictimsOnNode(e.ctx, ni)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
 // newFramework builds a scheduler framework with NodeResourcesFit on cs and
 // factory, as a profile of kube-scheduler is; opts add to its options.
 func newFramework(ctx context.Context, t testing.TB, cs *clientsetfake.Clientset, factory informers.SharedInformerFactory, snapshot *internalcache.Snapshot, opts ...frameworkruntime.Option) framework.Framework {
@@ -98,6 +109,7 @@ func newFramework(ctx context.Context, t testing.TB, cs *clientsetfake.Clientset
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithMutableSnapshotLister(snapshot),
 		frameworkruntime.WithLogger(klog.FromContext(ctx)),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
