@@ -1,10 +1,14 @@
-// Package gang tests workload-aware (gang) preemption within budgets on the
-// in-process control plane, with the GenericWorkload feature gate on and
-// scheduling.k8s.io/v1beta1 served: a real kube-apiserver, the real disruption controller and a real
-// kube-scheduler whose profile runs BudgetAwarePreemption in place of
-// DefaultPreemption, as cmd/scheduler builds it. The gates are
-// process-wide, so these tests have their own control plane (package
-// integration runs with them off).
+// Package gang tests what Kubernetes 1.37's scheduler gates add to
+// preemption, within budgets, on the in-process control plane: workload-aware
+// (gang) preemption (the GenericWorkload gate, scheduling.k8s.io/v1beta1
+// served) and preemption for a deferred in-place resize (the
+// InPlacePodVerticalScalingSchedulerPreemption gate, resize_test.go). A real
+// kube-apiserver, the real disruption controller and a real kube-scheduler
+// whose profile runs BudgetAwarePreemption in place of DefaultPreemption at
+// postFilter and podGroupPostFilter, as the shipped profile does. The gates
+// are process-wide, so these tests have their own control plane (package
+// integration runs with them off, and its promise tests once more with
+// -gangs).
 package gang
 
 import (
@@ -38,12 +42,12 @@ var (
 	env     *testenv.Env
 )
 
-// gates are the feature gates gang preemption needs, on kube-apiserver's
-// command line; kube-apiserver's test server copies them into the process's
+// apiServerFlags serve the PodGroup API and turn on the feature gates of
+// gang preemption and resize preemption, on kube-apiserver's command line; kube-apiserver's test server copies them into the process's
 // gates, which the scheduler reads.
 var apiServerFlags = []string{
 	"--runtime-config=scheduling.k8s.io/v1beta1=true",
-	"--feature-gates=GenericWorkload=true",
+	"--feature-gates=GenericWorkload=true,InPlacePodVerticalScalingSchedulerPreemption=true",
 }
 
 func TestMain(m *testing.M) {
