@@ -15,17 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/informers"
-	clientsetfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
-	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -38,9 +34,8 @@ import (
 // activations recorded instead of sent.
 type gangEnv struct {
 	*env
-	factory informers.SharedInformerFactory
-	h       *gangHandle
-	mu      sync.Mutex
+	h  *gangHandle
+	mu sync.Mutex
 	// disrupted are the victims evicted or deleted, by name.
 	disrupted []string
 	// refuse, when set, is the error the API server answers an eviction
@@ -59,41 +54,9 @@ func newGangEnv(t *testing.T, args *BudgetAwarePreemptionArgs, nodes []*v1.Node,
 func newGangEnvServing(t *testing.T, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pods, served []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget, groups ...*schedulingv1beta1.PodGroup) *gangEnv {
 	t.Helper()
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	var objs []runtime.Object
-	for _, p := range served {
-		objs = append(objs, p)
-	}
-	for _, n := range nodes {
-		objs = append(objs, n)
-	}
-	for _, p := range pdbs {
-		objs = append(objs, p)
-	}
-	for _, g := range groups {
-		objs = append(objs, g)
-	}
-	cs := clientsetfake.NewClientset(objs...)
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	snapshot := internalcache.NewTestSnapshotWithPodGroups(pods, nodes, groups)
-	fw := newFramework(ctx, t, cs, factory, snapshot)
-	bc, err := budget.New(ctx, factory, budget.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if args == nil {
-		args = DefaultArgs()
-	}
-	pl := newPlugin(args, fw, bc, feature.Features{EnableGenericWorkload: true})
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	if !bc.WaitForCacheSync(ctx) {
-		t.Fatal("budget cache did not sync")
-	}
-	g := &gangEnv{env: &env{ctx: ctx, fw: fw, pl: pl, budgets: bc, snapshot: snapshot}, factory: factory,
-		h: &gangHandle{Handle: fw, rec: &eventLog{}, activated: make(chan map[string]*v1.Pod, 10)}}
+	e := buildEnv(t, envSpec{args: args, nodes: nodes, pods: pods, served: served, pdbs: pdbs, groups: groups, gangs: true})
+	pl := e.pl
+	g := &gangEnv{env: e, h: &gangHandle{Handle: e.fw, rec: &eventLog{}, activated: make(chan map[string]*v1.Pod, 10)}}
 	pl.fh = g.h
 	record := func(victim *v1.Pod) error {
 		g.mu.Lock()

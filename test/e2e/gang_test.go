@@ -25,7 +25,7 @@ import (
 
 // gangGates are the feature gates of workload-aware (gang) preemption,
 // given to kube-apiserver and to the shipped scheduler alike.
-const gangGates = "--feature-gates=GenericWorkload=true"
+var gangGates = testenv.FeatureGates(testenv.GangGate)
 
 // TestShippedGangPreemption runs the shipped scheduler binary with the
 // chart's config and RBAC and the gang gates on: a PodGroup that needs more
@@ -37,7 +37,7 @@ func TestShippedGangPreemption(t *testing.T) {
 	dir := t.TempDir()
 	buildBinaries(t, filepath.Join(dir, "bin"))
 	opts := sandbox.DefaultOptions()
-	opts.APIServerFlags = []string{"--authorization-mode=RBAC", "--runtime-config=scheduling.k8s.io/v1beta1=true", gangGates}
+	opts.APIServerFlags = []string{"--authorization-mode=RBAC", testenv.PodGroupAPI, gangGates}
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

@@ -33,7 +33,7 @@ var gangs = flag.Bool("gangs", false, "run the control plane with the GenericWor
 // gangAPIServerFlags are kube-apiserver's flags for -gangs; its test
 // server copies the gates into the process, where the scheduler reads them.
 func gangAPIServerFlags() []string {
-	return []string{"--runtime-config=scheduling.k8s.io/v1beta1=true", "--feature-gates=GenericWorkload=true"}
+	return []string{testenv.PodGroupAPI, testenv.FeatureGates(testenv.GangGate)}
 }
 
 // gangCounts are the churn's pod group counts, for its summary.

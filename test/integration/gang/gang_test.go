@@ -46,8 +46,8 @@ var (
 // gang preemption and resize preemption, on kube-apiserver's command line; kube-apiserver's test server copies them into the process's
 // gates, which the scheduler reads.
 var apiServerFlags = []string{
-	"--runtime-config=scheduling.k8s.io/v1beta1=true",
-	"--feature-gates=GenericWorkload=true,InPlacePodVerticalScalingSchedulerPreemption=true",
+	testenv.PodGroupAPI,
+	testenv.FeatureGates(testenv.GangGate, testenv.ResizePreemptionGate),
 }
 
 func TestMain(m *testing.M) {
