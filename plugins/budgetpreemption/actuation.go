@@ -490,7 +490,7 @@ func (pl *BudgetAwarePreemption) evict(ctx context.Context, c preemption.Candida
 // PodGroup of a gang preemption.
 func eventTarget(preemptor preemption.ExecutorPreemptor, pod *v1.Pod) runtime.Object {
 	if g, ok := preemptor.(*groupPreemptor); ok {
-		return g.pg
+		return g.obj
 	}
 	return pod
 }

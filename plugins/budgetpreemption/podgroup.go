@@ -54,53 +54,81 @@ const groupDomain = "cluster"
 // the scheduler's pod group algorithm once per candidate unit.
 const maxGroupRounds = 4
 
-// groupPreemptor is a PodGroup as the preemption executor sees it.
+// groupPrefix begins the messages of a gang preemption's status, as
+// upstream's (DefaultPreemption.PodGroupPostFilter) begin; kube-scheduler
+// writes them into the group's PodGroupInitiallyScheduled condition.
+const groupPrefix = "pod group preemption: "
+
+// groupObject is a PodGroup or a CompositePodGroup.
+type groupObject interface {
+	runtime.Object
+	klog.KMetadata
+	GetUID() types.UID
+}
+
+// groupPreemptor is a PodGroup (or a CompositePodGroup, whose pods are
+// those of its PodGroups) as the preemption executor sees it.
 type groupPreemptor struct {
-	pg   *schedulingv1beta1.PodGroup
-	pods []*v1.Pod
+	obj      groupObject
+	kind     fwk.EntityKeyType
+	priority int32
+	// never is the group's preemption policy, resolved as upstream does:
+	// the group's own with the PodGroupPreemptionPolicy gate, else any
+	// member's Never.
+	never bool
+	pods  []*v1.Pod
 	// rep stands for the group where a rule looks at the preemptor's
 	// priority (Strict, override, the operation): a member with the
-	// group's priority and the PodGroup's UID, under which its refusals
-	// are remembered.
+	// group's priority and the group's UID, under which its refusals are
+	// remembered.
 	rep *v1.Pod
 }
 
-func newGroupPreemptor(pg *schedulingv1beta1.PodGroup, pods []*v1.Pod) *groupPreemptor {
-	rep := pods[0].DeepCopy()
-	prio := util.PodGroupPriority(pg)
-	rep.Spec.Priority = &prio
-	rep.UID = pg.UID
-	return &groupPreemptor{pg: pg, pods: pods, rep: rep}
+func (pl *BudgetAwarePreemption) newGroupPreemptor(info fwk.PodGroupInfo) *groupPreemptor {
+	g := &groupPreemptor{pods: info.GetUnscheduledPods()}
+	policy := ""
+	if cpg := info.GetCompositePodGroup(); cpg != nil {
+		g.obj, g.kind, g.priority = cpg, fwk.CompositePodGroupKeyType, util.CompositePodGroupPriority(cpg)
+		if cpg.Spec.PreemptionPolicy != nil {
+			policy = string(*cpg.Spec.PreemptionPolicy)
+		}
+	} else {
+		pg := info.GetPodGroup()
+		g.obj, g.kind, g.priority = pg, fwk.PodGroupKeyType, util.PodGroupPriority(pg)
+		if pg.Spec.PreemptionPolicy != nil {
+			policy = string(*pg.Spec.PreemptionPolicy)
+		}
+	}
+	if pl.fts.EnablePodGroupPreemptionPolicy {
+		g.never = policy == string(schedulingv1beta1.PreemptNever)
+	} else {
+		for _, p := range g.pods {
+			if p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == v1.PreemptNever {
+				g.never = true
+			}
+		}
+	}
+	if len(g.pods) > 0 {
+		g.rep = g.pods[0].DeepCopy()
+		g.rep.Spec.Priority = &g.priority
+		g.rep.UID = g.obj.GetUID()
+	}
+	return g
 }
 
-func (g *groupPreemptor) GetName() string       { return g.pg.Name }
-func (g *groupPreemptor) GetNamespace() string  { return g.pg.Namespace }
-func (g *groupPreemptor) UID() types.UID        { return g.pg.UID }
+func (g *groupPreemptor) GetName() string       { return g.obj.GetName() }
+func (g *groupPreemptor) GetNamespace() string  { return g.obj.GetNamespace() }
+func (g *groupPreemptor) UID() types.UID        { return g.obj.GetUID() }
 func (g *groupPreemptor) SchedulerName() string { return g.pods[0].Spec.SchedulerName }
-func (g *groupPreemptor) Obj() runtime.Object   { return g.pg }
-func (g *groupPreemptor) Priority() int32       { return util.PodGroupPriority(g.pg) }
-func (g *groupPreemptor) Type() string          { return string(fwk.PodGroupKeyType) }
+func (g *groupPreemptor) Obj() runtime.Object   { return g.obj }
+func (g *groupPreemptor) Priority() int32       { return g.priority }
+func (g *groupPreemptor) Type() string          { return string(g.kind) }
 func (g *groupPreemptor) Pods() map[string]*v1.Pod {
 	m := make(map[string]*v1.Pod, len(g.pods))
 	for _, p := range g.pods {
 		m[p.Name] = p
 	}
 	return m
-}
-
-// preemptNever reports whether the group may not preempt, as upstream
-// resolves it: the PodGroup's preemptionPolicy with the
-// PodGroupPreemptionPolicy gate, else any member's preemptionPolicy Never.
-func (pl *BudgetAwarePreemption) preemptNever(g *groupPreemptor) bool {
-	if pl.fts.EnablePodGroupPreemptionPolicy {
-		return g.pg.Spec.PreemptionPolicy != nil && *g.pg.Spec.PreemptionPolicy == schedulingv1beta1.PreemptNever
-	}
-	for _, p := range g.pods {
-		if p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == v1.PreemptNever {
-			return true
-		}
-	}
-	return false
 }
 
 // groupCandidate is the one candidate of a gang preemption.
@@ -153,109 +181,53 @@ func (pl *BudgetAwarePreemption) clusterUnits(ctx context.Context, nodes []fwk.N
 	return units, nil
 }
 
-// groupTrial removes and restores units on the scheduler's mutable
-// snapshot, which the scheduling function reads.
-type groupTrial struct {
-	logger  klog.Logger
-	snap    fwk.MutableSnapshotSharedLister
-	planned *fwk.PodGroupAssignments
-}
-
-func (t *groupTrial) remove(u *victimUnit) error {
-	for _, pi := range u.v.Pods() {
-		if err := t.snap.RemovePod(t.logger, pi.GetPod(), pi.GetPod().Spec.NodeName); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (t *groupTrial) restore(u *victimUnit) error {
-	for _, pi := range u.v.Pods() {
-		if err := t.snap.AddPod(pi, pi.GetPod().Spec.NodeName); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// fits runs the scheduling function on the snapshot as it is, and keeps
-// the assignments it proposes when the group fits.
-func (t *groupTrial) fits(ctx context.Context, schedule fwk.PodGroupSchedulingFunc) *fwk.Status {
-	a, s := schedule(ctx)
-	if s.IsSuccess() {
-		t.planned = a
-	}
-	return s
-}
-
-// nominations are the nodes the last fitting trial proposed for the
-// group's pods.
-func (t *groupTrial) nominations() *fwk.PodGroupPostFilterResult {
-	n := map[types.NamespacedName]*fwk.NominatingInfo{}
-	if t.planned != nil {
-		for _, a := range t.planned.ProposedAssignments {
-			if a.GetNodeName() == "" {
-				continue
-			}
-			p := a.GetPod()
-			n[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: a.GetNodeName()}
-		}
-	}
-	return &fwk.PodGroupPostFilterResult{NominatingInfos: n}
-}
-
 // PodGroupPostFilter implements fwk.PodGroupPostFilterPlugin: gang
 // preemption within every budget (see the top of this file). Changes to the
 // snapshot are made in a mutation session, which restores it at the end.
 func (pl *BudgetAwarePreemption) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleState, pgInfo fwk.PodGroupInfo, schedule fwk.PodGroupSchedulingFunc) (res *fwk.PodGroupPostFilterResult, status *fwk.Status) {
 	logger := klog.FromContext(ctx)
-	pg := pgInfo.GetPodGroup()
-	if pg == nil {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+Name+" does not preempt for a CompositePodGroup")
+	g := pl.newGroupPreemptor(pgInfo)
+	if len(g.pods) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, groupPrefix+"the pod group has no pod left to schedule")
 	}
-	pods := pgInfo.GetUnscheduledPods()
-	if len(pods) == 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the pod group has no pod left to schedule")
-	}
-	g := newGroupPreemptor(pg, pods)
-	if pl.preemptNever(g) {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible due to preemptionPolicy=Never.")
+	pods := g.pods
+	if g.never {
+		return nil, fwk.NewStatus(fwk.Unschedulable, groupPrefix+"not eligible due to preemptionPolicy=Never.")
 	}
 	if !pl.budgets.HasSynced() {
 		return nil, pl.groupNotSynced(ctx, g)
 	}
 	snap := pl.fh.MutableSnapshotSharedLister()
 	if err := snap.StartMutations(); err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("preemption: start the snapshot's mutations: %w", err))
+		return nil, fwk.AsStatus(fmt.Errorf(groupPrefix+"start the snapshot's mutations: %w", err))
 	}
 	defer func() {
 		if err := snap.EndMutations(); err != nil {
-			res, status = nil, fwk.AsStatus(fmt.Errorf("preemption: end the snapshot's mutations: %w", err))
+			res, status = nil, fwk.AsStatus(fmt.Errorf(groupPrefix+"end the snapshot's mutations: %w", err))
 		}
 	}()
 	nodeList, err := snap.NodeInfos().List()
 	if err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("preemption: list the snapshot's nodes: %w", err))
+		return nil, fwk.AsStatus(fmt.Errorf(groupPrefix+"list the snapshot's nodes: %w", err))
 	}
 	if pl.ongoingGroupPreemption(g, snap) {
 		n := map[types.NamespacedName]*fwk.NominatingInfo{}
 		for _, p := range pods {
 			n[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: p.Status.NominatedNodeName}
 		}
-		return &fwk.PodGroupPostFilterResult{NominatingInfos: n}, fwk.NewStatus(fwk.Success, "ongoing preemption on nominated nodes")
+		return &fwk.PodGroupPostFilterResult{NominatingInfos: n}, fwk.NewStatus(fwk.Success, groupPrefix+"ongoing preemption on nominated nodes")
 	}
 	all, err := pl.clusterUnits(ctx, nodeList, g.Priority())
 	if err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("preemption: %w", err))
+		return nil, fwk.AsStatus(fmt.Errorf(groupPrefix+"%w", err))
 	}
 	if len(all) == 0 {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: no preemption victims found for the pod group")
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, groupPrefix+"no preemption victims found for the pod group")
 	}
 	if s := pl.groupRefused(ctx, g); s != nil {
 		return nil, s
 	}
-	t := &groupTrial{logger: logger, snap: snap}
+	t := &groupTrial{pl: pl, logger: logger, snap: snap}
 
 	strict := pl.strict(g.rep)
 	op := pl.operation(g.rep)
@@ -333,11 +305,20 @@ func (pl *BudgetAwarePreemption) PodGroupPostFilter(ctx context.Context, _ fwk.P
 		}
 		out = append(out, victimPods(u.v)...)
 	}
-	logger.V(2).Info("Gang preemption chose its victims", "podGroup", klog.KObj(pg), "victims", len(out), "units", len(victims))
+	logger.V(2).Info("Gang preemption chose its victims", "podGroup", klog.KObj(g.obj), "victims", len(out), "units", len(victims))
 	if s := pl.actuateGroup(ctx, g, &groupCandidate{victims: &extenderv1.Victims{Pods: out}, groups: groups}); !s.IsSuccess() {
 		return nil, s
 	}
-	return t.nominations(), fwk.NewStatus(fwk.Success, fmt.Sprintf("found a placement for podgroup, preempting %d victims", len(out)))
+	return t.nominations(), fwk.NewStatus(fwk.Success, groupPrefix+fmt.Sprintf("found a placement for podgroup, preempting %d victims", len(out)))
+}
+
+// compositeGroups is the snapshot's CompositePodGroup lister with the
+// CompositePodGroup gate, else nil (as upstream's evaluators hold it).
+func (pl *BudgetAwarePreemption) compositeGroups(snap fwk.SharedLister) fwk.CompositePodGroupLister {
+	if !pl.fts.EnableCompositePodGroup {
+		return nil
+	}
+	return snap.CompositePodGroups()
 }
 
 // ongoingGroupPreemption reports, as upstream, whether a lower-priority pod
@@ -357,55 +338,12 @@ func (pl *BudgetAwarePreemption) ongoingGroupPreemption(g *groupPreemptor, snap 
 		}
 		for _, pi := range ni.GetPods() {
 			p := pi.GetPod()
-			if preemption.GetPodPriority(p, snap.PodGroups(), nil) < g.Priority() && terminatingByDisruption(p) {
+			if preemption.GetPodPriority(p, snap.PodGroups(), pl.compositeGroups(snap)) < g.Priority() && terminatingByDisruption(p) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// chooseUnits removes every candidate, checks that the group fits, and
-// reprieves candidates in their order while it still fits. It leaves the
-// snapshot as it found it; t keeps the assignments of the last fit.
-func (pl *BudgetAwarePreemption) chooseUnits(ctx context.Context, t *groupTrial, candidates []*victimUnit, schedule fwk.PodGroupSchedulingFunc) (victims []*victimUnit, _ *fwk.Status, err error) {
-	for _, u := range candidates {
-		if err := t.remove(u); err != nil {
-			return nil, nil, err
-		}
-	}
-	removed := candidates
-	defer func() {
-		for _, u := range removed {
-			if rerr := t.restore(u); rerr != nil && err == nil {
-				err = rerr
-			}
-		}
-	}()
-	if s := t.fits(ctx, schedule); !s.IsSuccess() {
-		return nil, s, nil
-	}
-	removed = nil
-	for i, u := range candidates {
-		if err := t.restore(u); err != nil {
-			// What is still off the snapshot: the victims so far and the
-			// candidates not tried yet.
-			removed = append(victims, candidates[i+1:]...)
-			return nil, nil, err
-		}
-		if t.fits(ctx, schedule).IsSuccess() {
-			continue
-		}
-		if err := t.remove(u); err != nil {
-			removed = append(victims, candidates[i+1:]...)
-			return nil, nil, err
-		}
-		victims = append(victims, u)
-	}
-	removed = victims
-	// No victim at all: the group fits as the cluster is (upstream also
-	// succeeds then, and the group is tried again).
-	return append([]*victimUnit(nil), victims...), fwk.NewStatus(fwk.Success), nil
 }
 
 // deniedTogether plans the victims together, the most important last, and
@@ -447,7 +385,7 @@ func (pl *BudgetAwarePreemption) groupRefused(ctx context.Context, g *groupPreem
 	if !d.Allowed {
 		return pl.groupBlocked(ctx, g, d, fwk.NewStatus(fwk.Unschedulable, "the pod group's last preemption was refused by a disruption budget: "+f.err.Error()))
 	}
-	return fwk.NewStatus(fwk.Unschedulable, "preemption: the pod group's last preemption was refused by a disruption budget: "+f.err.Error())
+	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+"the pod group's last preemption was refused by a disruption budget: "+f.err.Error())
 }
 
 // actuateGroup disrupts the candidate's victims through preemptPod, which
@@ -481,9 +419,9 @@ func (pl *BudgetAwarePreemption) actuateGroup(ctx context.Context, g *groupPreem
 		pl.retryBehind(g.UID())
 	}
 	if errors.As(err, &de) || budget.RefusedByBudget(err) {
-		return fwk.NewStatus(fwk.Unschedulable, "preemption: "+err.Error())
+		return fwk.NewStatus(fwk.Unschedulable, groupPrefix+err.Error())
 	}
-	return fwk.AsStatus(fmt.Errorf("preemption: %w", err))
+	return fwk.AsStatus(fmt.Errorf(groupPrefix+"%w", err))
 }
 
 // groupBlocked reports a gang preemption the budgets refused: the event on
@@ -497,10 +435,10 @@ func (pl *BudgetAwarePreemption) groupBlocked(ctx context.Context, g *groupPreem
 	}
 	blockedTotal.WithLabelValues(string(d.Reason())).Inc()
 	note := "gang preemption blocked by disruption budgets: " + d.Message()
-	pl.fh.EventRecorder().Eventf(g.pg, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", note)
-	klog.FromContext(ctx).V(2).Info("Gang preemption blocked by disruption budgets", "podGroup", klog.KObj(g.pg), "reason", d.Reason(), "message", d.Message())
+	pl.fh.EventRecorder().Eventf(g.obj, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", note)
+	klog.FromContext(ctx).V(2).Info("Gang preemption blocked by disruption budgets", "podGroup", klog.KObj(g.obj), "reason", d.Reason(), "message", d.Message())
 	msg := strings.TrimSpace(status.Message() + "; " + note)
-	return fwk.NewStatus(fwk.Unschedulable, "preemption: "+strings.TrimPrefix(msg, "; "))
+	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+strings.TrimPrefix(msg, "; "))
 }
 
 // groupNotSynced is notSynced for a PodGroup.
@@ -509,11 +447,11 @@ func (pl *BudgetAwarePreemption) groupNotSynced(ctx context.Context, g *groupPre
 	pl.requeueWhenSynced()
 	reason, why := pl.budgets.NotSynced()
 	if reason == "" {
-		return fwk.AsStatus(fmt.Errorf("preemption: %s", cacheNotSynced))
+		return fwk.AsStatus(fmt.Errorf(groupPrefix+"%s", cacheNotSynced))
 	}
 	msg := fmt.Sprintf("budget cache not synced (%s: %s); the pod group is retried once it is", reason, why)
 	blockedTotal.WithLabelValues(reasonCacheNotSynced).Inc()
-	pl.fh.EventRecorder().Eventf(g.pg, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", msg)
-	klog.FromContext(ctx).V(2).Info("Gang preemption refused: the budget cache is not synced", "podGroup", klog.KObj(g.pg), "reason", reason, "message", why)
-	return fwk.NewStatus(fwk.Unschedulable, "preemption: "+msg)
+	pl.fh.EventRecorder().Eventf(g.obj, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", msg)
+	klog.FromContext(ctx).V(2).Info("Gang preemption refused: the budget cache is not synced", "podGroup", klog.KObj(g.obj), "reason", reason, "message", why)
+	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+msg)
 }

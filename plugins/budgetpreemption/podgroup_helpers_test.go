@@ -142,8 +142,9 @@ func (g *gangEnv) refusalEvent(pg *schedulingv1beta1.PodGroup, want string) (str
 
 // assignment is a ProposedAssignment of the pod group algorithm.
 type assignment struct {
-	pod  *v1.Pod
-	node string
+	pod   *v1.Pod
+	node  string
+	state fwk.CycleState
 }
 
 func (a *assignment) GetPod() *v1.Pod { return a.pod }
@@ -152,13 +153,13 @@ func (a *assignment) GetPodInfo() fwk.PodInfo {
 	return pi
 }
 func (a *assignment) GetNodeName() string           { return a.node }
-func (a *assignment) GetCycleState() fwk.CycleState { return framework.NewCycleState() }
+func (a *assignment) GetCycleState() fwk.CycleState { return a.state }
 
 // fits is the scheduler's pod group algorithm, reduced to CPU: every pod
 // of the group on some node of the snapshot as it is (first fit by node
 // name, largest first), and where.
 func (g *gangEnv) fits(pods []*v1.Pod) fwk.PodGroupSchedulingFunc {
-	return func(context.Context) (*fwk.PodGroupAssignments, *fwk.Status) {
+	return func(ctx context.Context) (*fwk.PodGroupAssignments, *fwk.Status) {
 		nodes, err := g.snapshot.NodeInfos().List()
 		if err != nil {
 			return nil, fwk.AsStatus(err)
@@ -179,7 +180,13 @@ func (g *gangEnv) fits(pods []*v1.Pod) fwk.PodGroupSchedulingFunc {
 				return nil, fwk.NewStatus(fwk.Unschedulable, "the pod group does not fit")
 			}
 			free[i] -= cpu(p)
-			out.ProposedAssignments = append(out.ProposedAssignments, &assignment{pod: p, node: nodes[i].Node().Name})
+			// The pod's cycle state, PreFilter run, as the scheduler's
+			// algorithm hands it over.
+			state := framework.NewCycleState()
+			if _, s, _ := g.fw.RunPreFilterPlugins(ctx, state, p); !s.IsSuccess() {
+				return nil, s
+			}
+			out.ProposedAssignments = append(out.ProposedAssignments, &assignment{pod: p, node: nodes[i].Node().Name, state: state})
 		}
 		return out, fwk.NewStatus(fwk.Success)
 	}
