@@ -69,11 +69,13 @@ soak:
 
 # TestPromiseAllActors and TestPromiseAllActorsUnderFaults on a seed from
 # the clock (about two minutes each): every actor at once against the same
-# budgets, judged by the auditor, without and with faults injected. make
-# test runs both on fixed seeds; PROMISE_SEED=n repeats a run.
+# budgets, judged by the auditor, without and with faults injected, then
+# both again with pod groups (-gangs). make test runs them on fixed seeds;
+# PROMISE_SEED=n repeats a run.
 PROMISE_SEED ?= $(shell date +%s%N)
 promise:
 	$(GO) test -count=1 -timeout 30m -run '^TestPromiseAllActors(UnderFaults)?$$' -v ./test/integration -args -promise.seed=$(PROMISE_SEED)
+	$(GO) test -count=1 -timeout 30m -run '^TestPromiseAllActors(UnderFaults)?$$' -v ./test/integration -args -promise.seed=$(PROMISE_SEED) -gangs
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./plugins/...

@@ -22,5 +22,14 @@ if [ -z "$pkgs" ]; then
 	exit 0
 fi
 
-exec "$GO" tool -modfile=hack/tools/go.mod gotestsum --format testname -- \
+"$GO" tool -modfile=hack/tools/go.mod gotestsum --format testname -- \
 	-vet=off -ldflags=-w -count=1 -p 2 -timeout 25m "./$dir/..."
+
+# The promise tests once more with pod groups (-gangs: the GenericWorkload
+# gate on for a control plane of their own; see churn_gangs_test.go), on
+# their fixed seeds.
+if [ -d "$dir/integration" ]; then
+	exec "$GO" tool -modfile=hack/tools/go.mod gotestsum --format testname -- \
+		-vet=off -ldflags=-w -count=1 -timeout 25m \
+		-run '^TestPromiseAllActors(UnderFaults)?$' "./$dir/integration" -args -gangs
+fi

@@ -37,7 +37,7 @@ const (
 // clusterControllers are the StatefulSet, garbage-collector, namespace and
 // clusterrole aggregation controllers, wired as kube-controller-manager wires
 // them (cmd/kube-controller-manager/app/apps.go, core.go and rbac.go,
-// Kubernetes 1.36.3): StatefulSet workloads get their pods, owned objects go
+// Kubernetes 1.37.2): StatefulSet workloads get their pods, owned objects go
 // when their owner goes (with Options.GarbageCollector), a deleted namespace
 // is emptied and removed instead of staying Terminating, and the aggregated
 // ClusterRoles (view, edit, admin) get the rules of the roles labelled to

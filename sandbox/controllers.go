@@ -25,6 +25,9 @@ import (
 const (
 	replicaSetWorkers = 5
 	deploymentWorkers = 5
+	// disruptionWorkers is kube-controller-manager's default
+	// (--concurrent-disruption-syncs).
+	disruptionWorkers = 1
 )
 
 // newRESTMapper returns a RESTMapper over cached discovery. Call Reset on it
@@ -115,7 +118,7 @@ func startControllers(componentCtx, kubeletCtx context.Context, wg *sync.WaitGro
 		return fmt.Errorf("create simulated kubelet: %w", err)
 	}
 
-	wg.Go(func() { dc.Run(componentCtx) })
+	wg.Go(func() { dc.Run(componentCtx, disruptionWorkers) })
 	wg.Go(func() { rsc.Run(componentCtx, replicaSetWorkers) })
 	wg.Go(func() { dpc.Run(componentCtx, deploymentWorkers) })
 	wg.Go(func() { kl.run(kubeletCtx) })

@@ -155,10 +155,10 @@ func TestDeschedulerVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		res := testmain.Run(t, args...)
 		out := res.Output()
-		// No "Kubernetes v1.36.3": the descheduler links no
+		// No "Kubernetes v1.37.2": the descheduler links no
 		// k8s.io/kubernetes, and package version leaves out what a binary
 		// does not link.
-		for _, want := range []string{"budgetguard v", "Kubernetes v1.36.3", "descheduler v0.36.0"} {
+		for _, want := range []string{"budgetguard v", "Kubernetes v1.37.2", "descheduler v0.36.0"} {
 			if res.Code != 0 || !strings.Contains(out, want) {
 				t.Errorf("%v: exit code %d, output %q; want 0 and %q", args, res.Code, out, want)
 			}

@@ -248,7 +248,7 @@ func checkImageVersion(binary, image string) error {
 	if err != nil {
 		return fmt.Errorf("%s --version: %w", binary, err)
 	}
-	// "budgetguard v0.1.0 (Kubernetes v1.36.3, ...)"
+	// "budgetguard v0.2.0 (Kubernetes v1.37.2, ...)"
 	fields := strings.Fields(string(bytes.TrimSpace(out)))
 	if len(fields) < 2 || fields[0] != "budgetguard" {
 		return fmt.Errorf("%s --version printed %q, not budgetguard's version", binary, out)

@@ -48,12 +48,12 @@ func TestHelp(t *testing.T) {
 // Kubernetes' own build).
 func TestVersion(t *testing.T) {
 	out, code := run(t, "--version")
-	if code != 0 || !strings.Contains(out, "budgetguard v") || !strings.Contains(out, "Kubernetes v1.36.3") ||
+	if code != 0 || !strings.Contains(out, "budgetguard v") || !strings.Contains(out, "Kubernetes v1.37.2") ||
 		strings.Contains(out, "unknown") || strings.Contains(out, "$Format") {
 		t.Errorf("--version: exit code %d, output %q", code, out)
 	}
 	out, code = run(t, "--version=raw")
-	if code != 0 || !strings.Contains(out, `"version": "v`) || !strings.Contains(out, `"kubernetes": "v1.36.3"`) {
+	if code != 0 || !strings.Contains(out, `"version": "v`) || !strings.Contains(out, `"kubernetes": "v1.37.2"`) {
 		t.Errorf("--version=raw: exit code %d, output %q", code, out)
 	}
 }

@@ -30,7 +30,7 @@ import (
 const (
 	releaseName      = "budgetguard"
 	releaseNamespace = "kube-system"
-	kubeVersion      = "v1.36.3"
+	kubeVersion      = "v1.37.2"
 )
 
 // output names where a template's rendering goes below OUT_DIR. A dataKey
@@ -140,7 +140,7 @@ func run(chartDir, outDir string) error {
 }
 
 // render renders ch as `helm template budgetguard CHART -n kube-system
-// --kube-version v1.36.3` with values over the chart's defaults.
+// --kube-version v1.37.2` with values over the chart's defaults.
 func render(ch *chart.Chart, values map[string]any) (map[string]string, error) {
 	caps := chartutil.DefaultCapabilities.Copy()
 	kv, err := chartutil.ParseKubeVersion(kubeVersion)

@@ -58,7 +58,7 @@ func startScheduler(ctx context.Context, config *rest.Config, cfg *schedulerConf
 		broadcaster.Shutdown()
 		return nil, fmt.Errorf("watch the scheduler's events: %w", err)
 	}
-	factory := scheduler.NewInformerFactory(client, 0)
+	factory := scheduler.NewInformerFactory(client, 0, nil)
 	c := cfg.config
 	sched, err := scheduler.New(ctx, client, factory, nil, profile.NewRecorderFactory(broadcaster),
 		scheduler.WithComponentConfigVersion(c.APIVersion),
@@ -76,8 +76,6 @@ func startScheduler(ctx context.Context, config *rest.Config, cfg *schedulerConf
 		broadcaster.Shutdown()
 		return nil, fmt.Errorf("create scheduler: %w", err)
 	}
-	// As cmd/scheduler does: gangs preempt through BudgetAwarePreemption.
-	budgetpreemption.EnablePodGroupPreemption(sched.Profiles)
 	s := &runningScheduler{cancel: cancel, done: make(chan struct{}), factory: factory, broadcaster: broadcaster}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())

@@ -32,7 +32,21 @@ func preemptionAtPostFilter(p *config.KubeSchedulerProfile) []string {
 	if p.Plugins == nil {
 		return nil
 	}
-	pf := p.Plugins.PostFilter
+	return preemptionAt(p.Plugins, p.Plugins.PostFilter)
+}
+
+// preemptionAtPodGroupPostFilter is preemptionAtPostFilter at
+// podGroupPostFilter, where pod groups preempt (the GenericWorkload gate).
+func preemptionAtPodGroupPostFilter(p *config.KubeSchedulerProfile) []string {
+	if p.Plugins == nil {
+		return nil
+	}
+	return preemptionAt(p.Plugins, p.Plugins.PodGroupPostFilter)
+}
+
+// preemptionAt returns the preemption plugins that run at the extension
+// point whose plugin set is pf, with multiPoint expanded into it.
+func preemptionAt(plugins *config.Plugins, pf config.PluginSet) []string {
 	var explicit []string
 	for _, e := range pf.Enabled {
 		if slices.Contains(preemption, e.Name) && !slices.Contains(explicit, e.Name) {
@@ -41,7 +55,7 @@ func preemptionAtPostFilter(p *config.KubeSchedulerProfile) []string {
 	}
 	var overrides, fromMultiPoint []string
 	if !listed(pf.Disabled, "*") {
-		for _, e := range p.Plugins.MultiPoint.Enabled {
+		for _, e := range plugins.MultiPoint.Enabled {
 			switch {
 			case !slices.Contains(preemption, e.Name) || listed(pf.Disabled, e.Name):
 			case slices.Contains(explicit, e.Name):
@@ -67,10 +81,10 @@ func preemptionAtPostFilter(p *config.KubeSchedulerProfile) []string {
 }
 
 // gangPreemption reports whether kube-scheduler runs workload-aware (pod
-// group) preemption: the WorkloadAwarePreemption feature gate, as
-// --feature-gates set it before the check runs.
+// group) preemption: the GenericWorkload feature gate, as --feature-gates
+// set it before the check runs.
 func gangPreemption() bool {
-	return utilfeature.DefaultFeatureGate.Enabled(features.WorkloadAwarePreemption)
+	return utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)
 }
 
 func listed(plugins []config.Plugin, name string) bool {
@@ -106,7 +120,7 @@ func profileErrors(i int, p *config.KubeSchedulerProfile) []error {
 		return []error{fmt.Errorf("%s.plugins.%s: %s and %s are both enabled; %s: %s", where, point, ours, theirs, why, fix)}
 	}
 	if ourAt >= 0 {
-		return nil
+		return podGroupErrors(where, p, plugins)
 	}
 
 	// BudgetAwarePreemption does not run at postFilter. kube-scheduler's
@@ -134,22 +148,46 @@ func profileErrors(i int, p *config.KubeSchedulerProfile) []error {
 	return []error{fmt.Errorf("%s%s; %s: %s", where, field, consequence, fix)}
 }
 
+// podGroupErrors checks, in a profile that runs BudgetAwarePreemption at
+// postFilter and with the GenericWorkload gate on (without it
+// kube-scheduler runs no podGroupPostFilter plugin), where pod groups
+// preempt: not DefaultPreemption (kube-scheduler's defaults enable it at
+// podGroupPostFilter), and BudgetAwarePreemption, so that a gang never
+// preempts without budgets nor goes without the preemption its pods get.
+func podGroupErrors(where string, p *config.KubeSchedulerProfile, plugins config.Plugins) []error {
+	const ours, theirs = budgetpreemption.Name, names.DefaultPreemption
+	if !gangPreemption() {
+		// kube-scheduler runs no podGroupPostFilter plugin then.
+		return nil
+	}
+	run := preemptionAtPodGroupPostFilter(p)
+	if slices.Contains(run, theirs) {
+		fix := "add {name: " + theirs + "} to plugins.podGroupPostFilter.disabled"
+		if listed(plugins.PodGroupPostFilter.Enabled, theirs) {
+			fix = "remove {name: " + theirs + "} from plugins.podGroupPostFilter.enabled and add it to plugins.podGroupPostFilter.disabled"
+		}
+		if !slices.Contains(run, ours) {
+			fix += ", and {name: " + ours + "} to plugins.podGroupPostFilter.enabled"
+		}
+		return []error{fmt.Errorf("%s.plugins.podGroupPostFilter: %s is enabled there and preempts for pod groups without budgets: %s", where, theirs, fix)}
+	}
+	if !slices.Contains(run, ours) {
+		return []error{fmt.Errorf("%s.plugins.podGroupPostFilter: %s is not enabled there, so pod groups do not preempt (the GenericWorkload gate is on): add {name: %s} to plugins.podGroupPostFilter.enabled", where, ours, ours)}
+	}
+	return nil
+}
+
 // ProfilePlugins says where budgetguard's plugins run in profile p, for
-// budget.ReportProfile: BudgetAwarePreemption at postFilter, or nothing;
-// and, with the WorkloadAwarePreemption gate on, at podGroupPostFilter too.
-// kube-scheduler hands a pod group's preemption to the plugin built under
-// the name DefaultPreemption, which the shipped profile still builds (it
-// is disabled at postFilter only); budgetguard's scheduler hands it to
-// BudgetAwarePreemption instead in every profile that runs it at
-// postFilter (budgetpreemption.EnablePodGroupPreemption), so such a
-// profile never preempts for a pod group without budgets.
+// budget.ReportProfile: BudgetAwarePreemption at postFilter, and, with the
+// GenericWorkload gate on, at podGroupPostFilter where the profile enables
+// it there; or nothing.
 func ProfilePlugins(p *config.KubeSchedulerProfile) budget.ProfilePlugins {
 	out := budget.ProfilePlugins{}
 	if slices.Contains(preemptionAtPostFilter(p), budgetpreemption.Name) {
 		out["postFilter"] = []string{budgetpreemption.Name}
-		if gangPreemption() {
-			out["podGroupPostFilter"] = []string{budgetpreemption.Name}
-		}
+	}
+	if gangPreemption() && slices.Contains(preemptionAtPodGroupPostFilter(p), budgetpreemption.Name) {
+		out["podGroupPostFilter"] = []string{budgetpreemption.Name}
 	}
 	return out
 }

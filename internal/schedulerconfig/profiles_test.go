@@ -89,26 +89,54 @@ budgetguard_profile_protected{component="scheduler",profile="report-stock"} 0
 	}
 }
 
-// With the WorkloadAwarePreemption gate on, a profile that runs
-// BudgetAwarePreemption also preempts for pod groups through it (see
-// budgetpreemption.EnablePodGroupPreemption); with the gate off it does
-// not, and a profile without it reports nothing either way.
+// With the GenericWorkload gate on, a profile that enables
+// BudgetAwarePreemption at podGroupPostFilter (as the shipped one does)
+// preempts for pod groups through it; with the gate off it does not, and a
+// profile without it reports nothing either way.
 func TestProfilePluginsPodGroups(t *testing.T) {
 	ours := testobj.SchedulerConfig{SchedulerName: "bg"}.YAML()
 	stock := header + "profiles:\n- schedulerName: bg\n"
 	if got := ProfilePlugins(&load(t, ours).Profiles[0]); got["podGroupPostFilter"] != nil {
 		t.Errorf("gate off: %v, want no podGroupPostFilter", got)
 	}
-	featuregatetesting.SetFeatureGatesDuringTest(t, utilfeature.DefaultFeatureGate, featuregatetesting.FeatureOverrides{
-		features.GenericWorkload:         true,
-		features.GangScheduling:          true,
-		features.WorkloadAwarePreemption: true,
-	})
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
 	want := budget.ProfilePlugins{"postFilter": {"BudgetAwarePreemption"}, "podGroupPostFilter": {"BudgetAwarePreemption"}}
 	if diff := cmp.Diff(want, ProfilePlugins(&load(t, ours).Profiles[0])); diff != "" {
 		t.Errorf("gate on (-want,+got):\n%s", diff)
 	}
 	if diff := cmp.Diff(budget.ProfilePlugins{}, ProfilePlugins(&load(t, stock).Profiles[0])); diff != "" {
 		t.Errorf("stock profile, gate on (-want,+got):\n%s", diff)
+	}
+}
+
+// A profile that runs BudgetAwarePreemption at postFilter but leaves pod
+// groups to DefaultPreemption (kube-scheduler's default at
+// podGroupPostFilter with the GenericWorkload gate) is refused, naming the
+// field; with the gate on, one that does not run BudgetAwarePreemption at
+// podGroupPostFilter is refused too.
+func TestCheckPodGroupPostFilter(t *testing.T) {
+	postFilterOnly := header + "profiles:\n- schedulerName: bg\n  plugins:\n    postFilter:\n      enabled: [{name: BudgetAwarePreemption}]\n      disabled: [{name: DefaultPreemption}]\n"
+	theirsEnabled := postFilterOnly + "    podGroupPostFilter:\n      enabled: [{name: DefaultPreemption}]\n"
+	shipped := testobj.SchedulerConfig{SchedulerName: "bg"}.YAML()
+
+	for _, doc := range []string{postFilterOnly, theirsEnabled} {
+		if err := Check(load(t, doc)); err != nil {
+			t.Errorf("gate off (kube-scheduler runs no podGroupPostFilter): %v, want valid", err)
+		}
+	}
+
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
+	want := `profiles[0] ("bg").plugins.podGroupPostFilter: DefaultPreemption is enabled there and preempts for pod groups without budgets: ` +
+		`remove {name: DefaultPreemption} from plugins.podGroupPostFilter.enabled and add it to plugins.podGroupPostFilter.disabled, and {name: BudgetAwarePreemption} to plugins.podGroupPostFilter.enabled`
+	if diff := cmp.Diff([]string{want}, lines(Check(load(t, theirsEnabled)))); diff != "" {
+		t.Errorf("DefaultPreemption at podGroupPostFilter (-want,+got):\n%s", diff)
+	}
+	want = `profiles[0] ("bg").plugins.podGroupPostFilter: DefaultPreemption is enabled there and preempts for pod groups without budgets: ` +
+		`add {name: DefaultPreemption} to plugins.podGroupPostFilter.disabled, and {name: BudgetAwarePreemption} to plugins.podGroupPostFilter.enabled`
+	if diff := cmp.Diff([]string{want}, lines(Check(load(t, postFilterOnly)))); diff != "" {
+		t.Errorf("gate on, postFilter only (-want,+got):\n%s", diff)
+	}
+	if err := Check(load(t, shipped)); err != nil {
+		t.Errorf("gate on, the shipped profile: %v, want valid", err)
 	}
 }

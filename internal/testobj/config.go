@@ -41,6 +41,11 @@ func (c SchedulerConfig) YAML() string {
       - name: BudgetAwarePreemption
       disabled:
       - name: DefaultPreemption
+    podGroupPostFilter:
+      enabled:
+      - name: BudgetAwarePreemption
+      disabled:
+      - name: DefaultPreemption
 `)
 	if c.Args != "" {
 		fmt.Fprintf(&b, "  pluginConfig:\n  - name: BudgetAwarePreemption\n    args: %s\n", c.Args)

@@ -41,7 +41,7 @@ func Run(t testing.TB, client kubernetes.Interface, kubeConfig *rest.Config, doc
 	ctx, cancel := context.WithCancel(context.Background())
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
-	factory := scheduler.NewInformerFactory(client, 0)
+	factory := scheduler.NewInformerFactory(client, 0, nil)
 	sched, err := scheduler.New(ctx, client, factory, nil, profile.NewRecorderFactory(broadcaster),
 		scheduler.WithKubeConfig(kubeConfig),
 		scheduler.WithProfiles(profiles...),
@@ -54,7 +54,6 @@ func Run(t testing.TB, client kubernetes.Interface, kubeConfig *rest.Config, doc
 		broadcaster.Shutdown()
 		return nil, err
 	}
-	budgetpreemption.EnablePodGroupPreemption(sched.Profiles)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	if err := sched.WaitForHandlersSync(ctx); err != nil {

@@ -29,8 +29,8 @@ type Info struct {
 	Go string `json:"go"`
 }
 
-// String is the line --version prints, e.g. "budgetguard v0.1.0
-// (Kubernetes v1.36.3, descheduler v0.36.0, go1.26.8)". An embedded
+// String is the line --version prints, e.g. "budgetguard v0.2.0
+// (Kubernetes v1.37.2, descheduler v0.36.0, go1.26.8)". An embedded
 // version that is unknown, as the descheduler's in the scheduler binary,
 // which does not link it, is left out.
 func (i Info) String() string {

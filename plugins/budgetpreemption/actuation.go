@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -208,6 +207,19 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 		return cr.gateErr
 	}
 	return pl.actuate(ctx, c, cr, preemptor, preemptorPod, victim, pluginName)
+}
+
+// preemptPodInMemory is Executor.PreemptPod: preemptPod, and whether the
+// victim was preempted only in the scheduler's memory (a pod waiting at
+// Permit or in PreBind, which upstream's PreemptPod rejects there without
+// an API call; it disrupts nothing running). The Executor does not wait for
+// the deletion of such a last victim before it lets the preemptor in.
+func (pl *BudgetAwarePreemption) preemptPodInMemory(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) (bool, error) {
+	inMemory := pl.inScheduler(victim)
+	if err := pl.preemptPod(ctx, c, preemptor, victim, pluginName); err != nil {
+		return false, err
+	}
+	return inMemory, nil
 }
 
 // preemptorPodOf is the pod the rules look at for preemptor: the pod
@@ -478,7 +490,7 @@ func (pl *BudgetAwarePreemption) evict(ctx context.Context, c preemption.Candida
 // PodGroup of a gang preemption.
 func eventTarget(preemptor preemption.ExecutorPreemptor, pod *v1.Pod) runtime.Object {
 	if g, ok := preemptor.(*groupPreemptor); ok {
-		return g.pg
+		return g.obj
 	}
 	return pod
 }
@@ -490,77 +502,4 @@ func eventTarget(preemptor preemption.ExecutorPreemptor, pod *v1.Pod) runtime.Ob
 // returns a result that clears the nomination (see refusal).
 func (pl *BudgetAwarePreemption) abort(preemptor runtime.Object, victim *v1.Pod, reason, note string) {
 	pl.fh.EventRecorder().Eventf(preemptor, victim, v1.EventTypeWarning, reason, "Preempting", note)
-}
-
-// blockKey holds the blockRecorder in the cycle state.
-const blockKey fwk.StateKey = Name + "/blocked"
-
-// blockRecorder collects, across the parallel dry runs of one PostFilter,
-// the budget denials that kept nodes from being candidates. Clone returns
-// the same recorder, so every copy of the cycle state reports to it.
-type blockRecorder struct {
-	mu    sync.Mutex
-	nodes int
-	first *budget.Decision
-	// behind: some denial was StatusBehindPods (see retryBehind).
-	behind bool
-}
-
-// Clone implements fwk.StateData.
-func (r *blockRecorder) Clone() fwk.StateData { return r }
-
-func (r *blockRecorder) add(d budget.Decision) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.nodes++
-	if r.first == nil {
-		r.first = &d
-	}
-	r.behind = r.behind || statusBehind(d)
-}
-
-// statusBehind reports whether a budget denied d only for now: its status
-// has not counted a change of its pods yet (StatusBehindPods).
-func statusBehind(d budget.Decision) bool {
-	for _, den := range d.Denials {
-		if den.Reason == budget.ReasonStatusBehindPods {
-			return true
-		}
-	}
-	return false
-}
-
-type blockSummary struct {
-	nodes   int
-	reason  budget.Reason
-	message string
-}
-
-func (r *blockRecorder) summary() *blockSummary {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.first == nil {
-		return nil
-	}
-	return &blockSummary{nodes: r.nodes, reason: r.first.Reason(), message: r.first.Message()}
-}
-
-func recorderFrom(state fwk.CycleState) *blockRecorder {
-	v, err := state.Read(blockKey)
-	if err != nil {
-		return nil
-	}
-	r, _ := v.(*blockRecorder)
-	return r
-}
-
-// blockedAtActuation reports whether status is the failure of an actuation
-// whose victims the budgets denied when they were reserved (preemptPod has
-// counted and reported it).
-func blockedAtActuation(status *fwk.Status) bool {
-	var de *budget.DeniedError
-	return errors.As(status.AsError(), &de)
 }

@@ -33,6 +33,7 @@ type testCandidate struct {
 
 func (c *testCandidate) Victims() *extenderv1.Victims { return &extenderv1.Victims{Pods: c.victims} }
 func (c *testCandidate) Name() string                 { return c.name }
+func (c *testCandidate) NumPodGroupDisruptions() int  { return 0 }
 
 // testPreemptor is a single-pod preemptor, as the Executor passes it.
 type testPreemptor struct{ *v1.Pod }

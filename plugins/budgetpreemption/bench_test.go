@@ -176,9 +176,10 @@ func BenchmarkSelectVictimsNoBudget(b *testing.B) {
 					state, nodeInfos := e.preFilter(b, p)
 					state.Write(blockKey, &blockRecorder{})
 					state.Write(expendableKey, &expendableRecorder{})
+					units := e.units(b, nodeInfos[0])
 					b.ResetTimer()
 					for b.Loop() {
-						victims, _, s := sel.SelectVictimsOnNode(e.ctx, state.Clone(), p, nodeInfos[0].Snapshot(), nil)
+						victims, _, s := sel.SelectVictimsOnNode(e.ctx, state.Clone(), p, nodeInfos[0].Snapshot(), units, nil)
 						if !s.IsSuccess() || len(victims) != 3 {
 							b.Fatalf("want 3 victims, got %d: %v", len(victims), s)
 						}

@@ -104,13 +104,13 @@ func TestBlockedCountedOncePerPostFilter(t *testing.T) {
 			}
 			if tc.raced != nil {
 				var once sync.Once
-				e.pl.Executor.PreemptPod = func(ctx context.Context, c preemption.Candidate, pr preemption.ExecutorPreemptor, victim *v1.Pod, name string) error {
+				e.pl.Executor.PreemptPod = func(ctx context.Context, c preemption.Candidate, pr preemption.ExecutorPreemptor, victim *v1.Pod, name string) (bool, error) {
 					once.Do(func() {
 						if d, _ := e.budgets.Reserve(tc.raced, budget.OperationEvict); !d.Allowed {
 							t.Errorf("reserving %s: %s", tc.raced.Name, d.Message())
 						}
 					})
-					return e.pl.preemptPod(ctx, c, pr, victim, name)
+					return false, e.pl.preemptPod(ctx, c, pr, victim, name)
 				}
 			}
 			before := blockedCount(t)

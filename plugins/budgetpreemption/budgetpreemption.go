@@ -3,7 +3,6 @@ package budgetpreemption
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -12,16 +11,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
-	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
@@ -50,7 +48,7 @@ type BudgetAwarePreemption struct {
 
 	// upstreamPreemptPod is upstream's PreemptPod, for victims that are
 	// only in the scheduler's memory.
-	upstreamPreemptPod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error
+	upstreamPreemptPod func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) (bool, error)
 	// pods is the scheduler's pod lister, from which victims are re-read
 	// when a candidate is reserved (delete.go).
 	pods corelisters.PodLister
@@ -114,15 +112,6 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 	if err := pl.watchBudgetInformers(ctx, fh.SharedInformerFactory()); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	if pl.fts.EnableWorkloadAwarePreemption {
-		// See EnablePodGroupPreemption; forgotten with the scheduler.
-		gangPlugins.Store(fh, pl)
-		context.AfterFunc(ctx, func() { gangPlugins.Delete(fh) })
-	}
-	if pl.fts.EnableGenericWorkload {
-		// Registered with the factory before it starts.
-		pl.podGroups()
-	}
 	return pl, nil
 }
 
@@ -167,7 +156,7 @@ func newPlugin(args *BudgetAwarePreemptionArgs, fh fwk.Handle, c *budget.Cache, 
 		pl.pods = f.Core().V1().Pods().Lister()
 	}
 	pl.refused = newRefusals()
-	pl.Executor.PreemptPod = pl.preemptPod
+	pl.Executor.PreemptPod = pl.preemptPodInMemory
 	pl.Evaluator = preemption.NewEvaluator(Name, fh, pl, pl.Executor)
 	return pl
 }
@@ -199,22 +188,6 @@ func (pl *BudgetAwarePreemption) operation(preemptor *v1.Pod) budget.Operation {
 
 // PostFilter runs preemption for pod.
 func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if pod.Spec.SchedulingGroup != nil {
-		// As DefaultPreemption: with workload-aware preemption the group
-		// preempts as a whole (PodGroupPostFilter), not pod by pod; with
-		// topology-aware scheduling a group with scheduling constraints
-		// does not preempt at all.
-		if pl.fts.EnableWorkloadAwarePreemption {
-			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible due to workload aware preemption enabled: the pod group preempts as a whole")
-		}
-		if pl.fts.EnableTopologyAwareWorkloadScheduling {
-			if pg := pl.podGroupOf(pod); pg == nil {
-				return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: pod group for pod not found")
-			} else if pg.Spec.SchedulingConstraints != nil {
-				return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible due to placement-based pod group scheduling limitation")
-			}
-		}
-	}
 	if !pl.budgets.HasSynced() {
 		// Right after start, while discovery fails, or while PUB support
 		// turns on. Waiting here would hold the whole scheduling loop; the
@@ -236,7 +209,7 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		pl.blocked.forget(pod)
 	}
 	if !status.IsSuccess() && (rec.isBehind() || behindAtActuation(status)) {
-		pl.retryBehind(pod)
+		pl.retryBehind(pod.UID)
 	}
 	if status.IsSuccess() && result != nil && result.NominatingInfo != nil {
 		pl.reportExpendable(pod, result.NominatedNodeName, exp)
@@ -313,64 +286,6 @@ func (pl *BudgetAwarePreemption) EventsToRegister(context.Context) ([]fwk.Cluste
 	}}, nil
 }
 
-// GetOffsetAndNumCandidates implements preemption.Interface with upstream's
-// candidate-node arithmetic.
-func (pl *BudgetAwarePreemption) GetOffsetAndNumCandidates(numNodes int32) (int32, int32) {
-	n := numNodes * pl.args.MinCandidateNodesPercentage / 100
-	n = max(n, pl.args.MinCandidateNodesAbsolute)
-	n = min(n, numNodes)
-	return rand.Int32N(numNodes), n
-}
-
-// CandidatesToVictimsMap implements preemption.Interface.
-func (pl *BudgetAwarePreemption) CandidatesToVictimsMap(candidates []preemption.Candidate) map[string]*extenderv1.Victims {
-	m := make(map[string]*extenderv1.Victims, len(candidates))
-	for _, c := range candidates {
-		m[c.Name()] = c.Victims()
-	}
-	return m
-}
-
-// OrderedScoreFuncs implements preemption.Interface. A non-nil list replaces
-// upstream's default criteria in the Evaluator's pickOneNodeForPreemption,
-// so the list is upstream's criteria with one inserted: see scoreFuncs.
-func (pl *BudgetAwarePreemption) OrderedScoreFuncs(_ context.Context, nodesToVictims map[string]*extenderv1.Victims) []func(string) int64 {
-	return pl.scoreFuncs(nodesToVictims)
-}
-
-// PodEligibleToPreemptOthers implements preemption.Interface as upstream
-// does, and also waits for victims this plugin evicted.
-func (pl *BudgetAwarePreemption) PodEligibleToPreemptOthers(_ context.Context, pod *v1.Pod, nominatedNodeStatus *fwk.Status) (bool, string) {
-	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
-		return false, "not eligible due to preemptionPolicy=Never."
-	}
-	nom := pod.Status.NominatedNodeName
-	if nom == "" || nominatedNodeStatus.Code() == fwk.UnschedulableAndUnresolvable {
-		return true, ""
-	}
-	if ni, _ := pl.fh.SnapshotSharedLister().NodeInfos().Get(nom); ni != nil {
-		for _, p := range ni.GetPods() {
-			if corev1helpers.PodPriority(p.GetPod()) < corev1helpers.PodPriority(pod) && terminatingByDisruption(p.GetPod()) {
-				return false, "not eligible due to a terminating pod on the nominated node."
-			}
-		}
-	}
-	return true, ""
-}
-
-func terminatingByDisruption(p *v1.Pod) bool {
-	if p.DeletionTimestamp == nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.DisruptionTarget {
-			return c.Status == v1.ConditionTrue &&
-				(c.Reason == v1.PodReasonPreemptionByScheduler || c.Reason == reasonEvictionByEvictionAPI)
-		}
-	}
-	return false
-}
-
 // victimClass orders potential victims for reprieve: the classes reprieved
 // first are the ones most likely to stay.
 type victimClass int
@@ -382,11 +297,13 @@ const (
 )
 
 type potentialVictim struct {
-	pi    fwk.PodInfo
+	// v is the unit: a pod, or a PodGroup disrupted whole (units.go).
+	v     *preemption.DomainVictim
 	class victimClass
 	d     budget.Decision
-	// expendable is set for a pod below expendablePodsPriorityCutoff that a
-	// budget covers: it is free here, and kept out of every budget plan.
+	// expendable is set for a unit of pods below
+	// expendablePodsPriorityCutoff that a budget covers: it is free here,
+	// and kept out of every budget plan.
 	expendable bool
 }
 
@@ -410,7 +327,11 @@ type potentialVictim struct {
 // On a node where no budget covers any potential victim, none of this
 // changes the outcome, and it takes upstream's reprieve without deciding
 // (reprieveUnbudgeted).
-func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo, _ []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
+//
+// The units are upstream's (preemption.Evaluator.GetVictimsOnNode): with the
+// GenericWorkload gate, a PodGroup disrupted whole is one unit, its pods on
+// other nodes included, and all its pods are decided together.
+func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo, units []*preemption.DomainVictim, _ []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
 	if budget.NodeBeingRemoved(nodeInfo.Node()) {
 		// Victims here would make room on a node that is going away.
 		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node is being removed by cluster-autoscaler (taint "+budget.TaintToBeDeleted+")")
@@ -418,33 +339,47 @@ func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state 
 	if s := pl.refusedOn(pod, nodeInfo.Node().Name, pl.operation(pod), recorderFrom(state)); s != nil {
 		return nil, 0, s
 	}
-	if unbudgeted, ok := pl.unbudgetedVictims(pod, nodeInfo); ok {
+	if unbudgeted, ok := pl.unbudgetedVictims(pod, units); ok {
 		// No budget has a say on this node: upstream's reprieve, which is
 		// what the rules above come to here (see reprieveUnbudgeted).
 		t := nodeTrial{pl: pl, ctx: ctx, state: state, preemptor: pod, nodeInfo: nodeInfo, logger: klog.FromContext(ctx)}
 		return t.reprieveUnbudgeted(unbudgeted)
 	}
-	return pl.selectDeciding(ctx, state, pod, nodeInfo)
+	return pl.selectDeciding(ctx, state, pod, nodeInfo, units)
 }
 
 // selectDeciding is SelectVictimsOnNode on a node it may take victims on
 // where a budget covers a potential victim: each is decided, and the rules
 // of SelectVictimsOnNode applied.
-func (pl *BudgetAwarePreemption) selectDeciding(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) ([]*v1.Pod, int, *fwk.Status) {
+func (pl *BudgetAwarePreemption) selectDeciding(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo, units []*preemption.DomainVictim) ([]*v1.Pod, int, *fwk.Status) {
 	strict := pl.strict(pod)
 	op := pl.operation(pod)
 	rec := recorderFrom(state)
 	t := &nodeTrial{pl: pl, ctx: ctx, state: state, preemptor: pod, nodeInfo: nodeInfo, logger: klog.FromContext(ctx)}
 
 	var potential, protected []potentialVictim
-	for _, pi := range nodeInfo.GetPods() {
-		p := pi.GetPod()
-		if !pl.mayPreempt(pod, p) {
+	prio := corev1helpers.PodPriority(pod)
+	for _, v := range units {
+		if !pl.mayTake(prio, v) {
 			continue
 		}
-		d := pl.budgets.Decide(p, op)
-		pv := potentialVictim{pi: pi, d: d, class: classFree}
-		if budget.PodExpendable(p, pl.args.ExpendablePodsPriorityCutoff) && !d.Free() {
+		var d budget.Decision
+		expendable := pl.victimExpendable(v)
+		if expendable {
+			// Decided with its pods in the plan, to know whether a budget
+			// covers them.
+			plan := pl.budgets.NewPlan(op)
+			for _, p := range victimPods(v) {
+				dp := plan.Add(p)
+				d.Spends = append(d.Spends, dp.Spends...)
+				d.Denials = append(d.Denials, dp.Denials...)
+			}
+			d.Allowed = len(d.Denials) == 0
+		} else {
+			d = pl.decideVictim(v, op)
+		}
+		pv := potentialVictim{v: v, d: d, class: classFree}
+		if expendable && !d.Free() {
 			// Cluster-autoscaler assumes this pod may be preempted and will
 			// not scale up for the preemptor: it goes, whatever its budget.
 			pv.expendable = true
@@ -469,7 +404,7 @@ func (pl *BudgetAwarePreemption) selectDeciding(ctx context.Context, state fwk.C
 		potential = append(potential, pv)
 	}
 	for _, pv := range potential {
-		if err := t.remove(pv.pi); err != nil {
+		if err := t.remove(pv.v); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
 	}
@@ -504,7 +439,7 @@ func (pl *BudgetAwarePreemption) selectDeciding(ctx context.Context, state fwk.C
 		if potential[i].class != potential[j].class {
 			return potential[i].class < potential[j].class
 		}
-		return util.MoreImportantPod(potential[i].pi.GetPod(), potential[j].pi.GetPod())
+		return preemption.MoreImportantVictim(potential[i].v, potential[j].v)
 	})
 	var out []*v1.Pod
 	var denied, spending int
@@ -519,7 +454,7 @@ func (pl *BudgetAwarePreemption) selectDeciding(ctx context.Context, state fwk.C
 			return nil, 0, fwk.AsStatus(err)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return util.MoreImportantPod(out[i], out[j]) })
+	sortVictims(out, potential)
 	expendableFrom(state).add(nodeInfo.Node().Name, out, potential)
 	return out, denied*deniedWeight + spending, fwk.NewStatus(fwk.Success)
 }
@@ -531,13 +466,13 @@ func (pl *BudgetAwarePreemption) selectDeciding(ctx context.Context, state fwk.C
 func (pl *BudgetAwarePreemption) reprieveGreedily(t *nodeTrial, op budget.Operation, potential []potentialVictim) ([]*v1.Pod, int, int, error) {
 	var victims []potentialVictim
 	for _, pv := range potential {
-		if err := t.add(pv.pi); err != nil {
+		if err := t.add(pv.v); err != nil {
 			return nil, 0, 0, err
 		}
 		if t.fits().IsSuccess() {
 			continue
 		}
-		if err := t.remove(pv.pi); err != nil {
+		if err := t.remove(pv.v); err != nil {
 			return nil, 0, 0, err
 		}
 		victims = append(victims, pv)
@@ -548,22 +483,32 @@ func (pl *BudgetAwarePreemption) reprieveGreedily(t *nodeTrial, op budget.Operat
 	denied, spending := 0, 0
 	out := make([]*v1.Pod, 0, len(victims))
 	for _, pv := range victims {
+		out = append(out, victimPods(pv.v)...)
 		if pv.expendable {
-			out = append(out, pv.pi.GetPod())
 			continue
 		}
-		d := plan.Add(pv.pi.GetPod())
+		d := pl.addVictim(plan, pv.v)
 		switch {
 		case !d.Allowed:
 			denied++
 		case len(d.Spends) > 0:
 			spending++
 		}
-		out = append(out, pv.pi.GetPod())
 	}
 	return out, denied, spending, nil
 }
 
-// reasonEvictionByEvictionAPI is the DisruptionTarget reason the Eviction
-// API sets (pkg/registry/core/pod/storage/eviction.go has no exported name).
-const reasonEvictionByEvictionAPI = "EvictionByEvictionAPI"
+// sortVictims orders victims most important first, by their units in
+// potential (upstream's order of victims); a group's pods stay together.
+func sortVictims(victims []*v1.Pod, potential []potentialVictim) {
+	unitOf := make(map[types.UID]*preemption.DomainVictim, len(victims))
+	for _, pv := range potential {
+		for _, pi := range pv.v.Pods() {
+			unitOf[pi.GetPod().UID] = pv.v
+		}
+	}
+	sort.SliceStable(victims, func(i, j int) bool {
+		a, b := unitOf[victims[i].UID], unitOf[victims[j].UID]
+		return a != b && a != nil && b != nil && preemption.MoreImportantVictim(a, b)
+	})
+}

@@ -1,10 +1,15 @@
 package budgetpreemption
 
 import (
+	"context"
 	"math"
+	"math/rand/v2"
 
+	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -88,3 +93,65 @@ func (pl *BudgetAwarePreemption) scoreFuncs(nodesToVictims map[string]*extenderv
 		},
 	)
 }
+
+// GetOffsetAndNumCandidates implements preemption.Interface with upstream's
+// candidate-node arithmetic.
+func (pl *BudgetAwarePreemption) GetOffsetAndNumCandidates(numNodes int32) (int32, int32) {
+	n := numNodes * pl.args.MinCandidateNodesPercentage / 100
+	n = max(n, pl.args.MinCandidateNodesAbsolute)
+	n = min(n, numNodes)
+	return rand.Int32N(numNodes), n
+}
+
+// CandidatesToVictimsMap implements preemption.Interface.
+func (pl *BudgetAwarePreemption) CandidatesToVictimsMap(candidates []preemption.Candidate) map[string]*extenderv1.Victims {
+	m := make(map[string]*extenderv1.Victims, len(candidates))
+	for _, c := range candidates {
+		m[c.Name()] = c.Victims()
+	}
+	return m
+}
+
+// OrderedScoreFuncs implements preemption.Interface. A non-nil list replaces
+// upstream's default criteria in the Evaluator's pickOneNodeForPreemption,
+// so the list is upstream's criteria with one inserted: see scoreFuncs.
+func (pl *BudgetAwarePreemption) OrderedScoreFuncs(_ context.Context, nodesToVictims map[string]*extenderv1.Victims) []func(string) int64 {
+	return pl.scoreFuncs(nodesToVictims)
+}
+
+// PodEligibleToPreemptOthers implements preemption.Interface as upstream
+// does, and also waits for victims this plugin evicted.
+func (pl *BudgetAwarePreemption) PodEligibleToPreemptOthers(_ context.Context, pod *v1.Pod, nominatedNodeStatus *fwk.Status) (bool, string) {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		return false, "not eligible due to preemptionPolicy=Never."
+	}
+	nom := pod.Status.NominatedNodeName
+	if nom == "" || nominatedNodeStatus.Code() == fwk.UnschedulableAndUnresolvable {
+		return true, ""
+	}
+	if ni, _ := pl.fh.SnapshotSharedLister().NodeInfos().Get(nom); ni != nil {
+		for _, p := range ni.GetPods() {
+			if corev1helpers.PodPriority(p.GetPod()) < corev1helpers.PodPriority(pod) && terminatingByDisruption(p.GetPod()) {
+				return false, "not eligible due to a terminating pod on the nominated node."
+			}
+		}
+	}
+	return true, ""
+}
+
+func terminatingByDisruption(p *v1.Pod) bool {
+	if p.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			return c.Status == v1.ConditionTrue &&
+				(c.Reason == v1.PodReasonPreemptionByScheduler || c.Reason == reasonEvictionByEvictionAPI)
+		}
+	}
+	return false
+}
+
+// reasonEvictionByEvictionAPI is the DisruptionTarget reason the Eviction
+// API sets (pkg/registry/core/pod/storage/eviction.go has no exported name).
+const reasonEvictionByEvictionAPI = "EvictionByEvictionAPI"

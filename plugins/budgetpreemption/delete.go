@@ -51,7 +51,8 @@ func (pl *BudgetAwarePreemption) current(victim *v1.Pod) *v1.Pod {
 // rejects it there without an API call.
 func (pl *BudgetAwarePreemption) deleteVictim(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, pluginName string) error {
 	if pl.inScheduler(victim) {
-		return pl.upstreamPreemptPod(ctx, c, preemptor, victim, pluginName)
+		_, err := pl.upstreamPreemptPod(ctx, c, preemptor, victim, pluginName)
+		return err
 	}
 	logger := klog.FromContext(ctx)
 	pods := pl.fh.ClientSet().CoreV1().Pods(victim.Namespace)

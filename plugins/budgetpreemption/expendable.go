@@ -64,11 +64,14 @@ func (r *expendableRecorder) add(node string, victims []*v1.Pod, potential []pot
 			chosen[p.UID] = true
 		}
 		for _, pv := range potential {
-			p := pv.pi.GetPod()
-			if !pv.expendable || !chosen[p.UID] {
+			if !pv.expendable {
 				continue
 			}
-			out = append(out, expendableVictim{pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, budgets: coveringBudgets(pv.d)})
+			for _, p := range victimPods(pv.v) {
+				if chosen[p.UID] {
+					out = append(out, expendableVictim{pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, budgets: coveringBudgets(pv.d)})
+				}
+			}
 		}
 	}
 	r.mu.Lock()

@@ -25,7 +25,9 @@ func TestExpendableVictimsUnderBudget(t *testing.T) {
 		want      map[string][]string
 		wantEvent bool
 	}{
-		{name: "below the cutoff", priority: -20, want: map[string][]string{"n1": {"web-0"}}, wantEvent: true},
+		// The replicas are alike (no start time): the reprieve keeps the
+		// node's order (preemption.MoreImportantVictim), so the last goes.
+		{name: "below the cutoff", priority: -20, want: map[string][]string{"n1": {"web-3"}}, wantEvent: true},
 		{name: "above the cutoff", priority: -5, want: map[string][]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +54,7 @@ func TestExpendableVictimsUnderBudget(t *testing.T) {
 				if !tc.wantEvent {
 					t.Errorf("unexpected event %q", ev)
 				}
-				for _, want := range []string{reasonExpendableUnderBudget, "pdb shop/web", "shop/web-0", "expendablePodsPriorityCutoff -10"} {
+				for _, want := range []string{reasonExpendableUnderBudget, "pdb shop/web", "shop/web-3", "expendablePodsPriorityCutoff -10"} {
 					if !strings.Contains(ev, want) {
 						t.Errorf("event %q does not contain %q", ev, want)
 					}

@@ -9,42 +9,41 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	schedulinglisters "k8s.io/client-go/listers/scheduling/v1alpha2"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
-// Workload-aware (gang) preemption. With the WorkloadAwarePreemption gate,
-// a PodGroup that does not fit runs no PostFilter plugin: the scheduler
-// calls one PodGroupPostFilter plugin with a function that tries the whole
-// group on the snapshot, and the plugin removes pods from that snapshot to
-// find the victims. The domain is the whole cluster, and a victim is a unit:
-// one pod, or every pod of a PodGroup whose disruptionMode is PodGroup.
+// Workload-aware (gang) preemption. With the GenericWorkload gate, a
+// PodGroup that does not fit runs no PostFilter plugin: the scheduler calls
+// the profile's podGroupPostFilter plugins with a function that tries the
+// whole group on the snapshot, and a plugin removes pods from that snapshot
+// (through fh.MutableSnapshotSharedLister) to find the victims. The domain
+// is the whole cluster, and a victim is a unit (units.go): one pod, or every
+// pod of a PodGroup whose disruptionMode is All.
 //
 // BudgetAwarePreemption keeps its promise there as for a pod:
 //   - every pod of a unit spends its budgets; a unit is a victim only when
 //     its budgets allow all its pods together (Strict), and the victims of
 //     one gang preemption are planned, reserved and actuated together, as
 //     one candidate ("cluster"): one reservation for the whole group;
-//   - units that spend a budget are reprieved before units that spend none;
+//   - units are reprieved denied first (BestEffort), then those that spend
+//     a budget, then those that spend none, each class most important first;
 //   - a refusal names the budget in the PodGroup's event and in the status
-//     the scheduler writes into its PodGroupScheduled condition.
+//     the scheduler writes into the PodGroup's condition.
 //
 // Victims are actuated synchronously, inside the cycle, whatever async
 // preemption says: the group's pods are not in the queue meanwhile.
 
-var _ framework.PodGroupPostFilterPlugin = &BudgetAwarePreemption{}
+var _ fwk.PodGroupPostFilterPlugin = &BudgetAwarePreemption{}
 
 // groupDomain is the node name a gang preemption's candidate carries, as
 // upstream's does.
@@ -55,31 +54,75 @@ const groupDomain = "cluster"
 // the scheduler's pod group algorithm once per candidate unit.
 const maxGroupRounds = 4
 
-// groupPreemptor is a PodGroup as the preemption executor sees it.
+// groupPrefix begins the messages of a gang preemption's status, as
+// upstream's (DefaultPreemption.PodGroupPostFilter) begin; kube-scheduler
+// writes them into the group's PodGroupInitiallyScheduled condition.
+const groupPrefix = "pod group preemption: "
+
+// groupObject is a PodGroup or a CompositePodGroup.
+type groupObject interface {
+	runtime.Object
+	klog.KMetadata
+	GetUID() types.UID
+}
+
+// groupPreemptor is a PodGroup (or a CompositePodGroup, whose pods are
+// those of its PodGroups) as the preemption executor sees it.
 type groupPreemptor struct {
-	pg   *schedulingv1alpha2.PodGroup
-	pods []*v1.Pod
+	obj      groupObject
+	kind     fwk.EntityKeyType
+	priority int32
+	// never is the group's preemption policy, resolved as upstream does:
+	// the group's own with the PodGroupPreemptionPolicy gate, else any
+	// member's Never.
+	never bool
+	pods  []*v1.Pod
 	// rep stands for the group where a rule looks at the preemptor's
 	// priority (Strict, override, the operation): a member with the
-	// group's priority.
+	// group's priority and the group's UID, under which its refusals are
+	// remembered.
 	rep *v1.Pod
 }
 
-func newGroupPreemptor(pg *schedulingv1alpha2.PodGroup, pods []*v1.Pod) *groupPreemptor {
-	rep := pods[0].DeepCopy()
-	prio := util.PodGroupPriority(pg)
-	rep.Spec.Priority = &prio
-	rep.UID = pg.UID
-	return &groupPreemptor{pg: pg, pods: pods, rep: rep}
+func (pl *BudgetAwarePreemption) newGroupPreemptor(info fwk.PodGroupInfo) *groupPreemptor {
+	g := &groupPreemptor{pods: info.GetUnscheduledPods()}
+	policy := ""
+	if cpg := info.GetCompositePodGroup(); cpg != nil {
+		g.obj, g.kind, g.priority = cpg, fwk.CompositePodGroupKeyType, util.CompositePodGroupPriority(cpg)
+		if cpg.Spec.PreemptionPolicy != nil {
+			policy = string(*cpg.Spec.PreemptionPolicy)
+		}
+	} else {
+		pg := info.GetPodGroup()
+		g.obj, g.kind, g.priority = pg, fwk.PodGroupKeyType, util.PodGroupPriority(pg)
+		if pg.Spec.PreemptionPolicy != nil {
+			policy = string(*pg.Spec.PreemptionPolicy)
+		}
+	}
+	if pl.fts.EnablePodGroupPreemptionPolicy {
+		g.never = policy == string(schedulingv1beta1.PreemptNever)
+	} else {
+		for _, p := range g.pods {
+			if p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == v1.PreemptNever {
+				g.never = true
+			}
+		}
+	}
+	if len(g.pods) > 0 {
+		g.rep = g.pods[0].DeepCopy()
+		g.rep.Spec.Priority = &g.priority
+		g.rep.UID = g.obj.GetUID()
+	}
+	return g
 }
 
-func (g *groupPreemptor) GetName() string       { return g.pg.Name }
-func (g *groupPreemptor) GetNamespace() string  { return g.pg.Namespace }
-func (g *groupPreemptor) UID() types.UID        { return g.pg.UID }
+func (g *groupPreemptor) GetName() string       { return g.obj.GetName() }
+func (g *groupPreemptor) GetNamespace() string  { return g.obj.GetNamespace() }
+func (g *groupPreemptor) UID() types.UID        { return g.obj.GetUID() }
 func (g *groupPreemptor) SchedulerName() string { return g.pods[0].Spec.SchedulerName }
-func (g *groupPreemptor) Obj() runtime.Object   { return g.pg }
-func (g *groupPreemptor) Priority() int32       { return util.PodGroupPriority(g.pg) }
-func (g *groupPreemptor) Type() string          { return "podgroup" }
+func (g *groupPreemptor) Obj() runtime.Object   { return g.obj }
+func (g *groupPreemptor) Priority() int32       { return g.priority }
+func (g *groupPreemptor) Type() string          { return string(g.kind) }
 func (g *groupPreemptor) Pods() map[string]*v1.Pod {
 	m := make(map[string]*v1.Pod, len(g.pods))
 	for _, p := range g.pods {
@@ -89,218 +132,132 @@ func (g *groupPreemptor) Pods() map[string]*v1.Pod {
 }
 
 // groupCandidate is the one candidate of a gang preemption.
-type groupCandidate struct{ victims *extenderv1.Victims }
+type groupCandidate struct {
+	victims *extenderv1.Victims
+	groups  int
+}
 
 func (c *groupCandidate) Victims() *extenderv1.Victims { return c.victims }
 func (c *groupCandidate) Name() string                 { return groupDomain }
+func (c *groupCandidate) NumPodGroupDisruptions() int  { return c.groups }
 
-// victimUnit is what a gang preemption takes or leaves as a whole.
+// victimUnit is a unit a gang preemption takes or leaves as a whole.
 type victimUnit struct {
-	pods     []fwk.PodInfo
-	priority int32
-	group    bool
-	start    *metav1.Time
+	v *preemption.DomainVictim
 	// d is the unit's decision alone: every pod, in one plan.
-	d budget.Decision
-	// spends: some pod of the unit spends (or would break) a budget.
-	spends bool
+	d     budget.Decision
+	class victimClass
 }
 
-// moreImportantUnit orders units as upstream's gang preemption does:
-// priority, then a PodGroup before a pod, then (pods) the older, (groups)
-// the larger, then the older.
-func moreImportantUnit(a, b *victimUnit) bool {
-	if a.priority != b.priority {
-		return a.priority > b.priority
-	}
-	if a.group != b.group {
-		return a.group
-	}
-	if a.group && len(a.pods) != len(b.pods) {
-		return len(a.pods) > len(b.pods)
-	}
-	return a.start.Before(b.start)
-}
-
-// decideUnit decides the unit's pods together, as they would go: pods
-// already terminating and expendable pods spend nothing (see reserve).
-func (pl *BudgetAwarePreemption) decideUnit(plan *budget.Plan, u *victimUnit) budget.Decision {
-	out := budget.Decision{Allowed: true}
-	for _, pi := range u.pods {
-		p := pi.GetPod()
-		if p.DeletionTimestamp != nil || pl.expendable(p) {
-			continue
-		}
-		d := plan.Add(p)
-		out.Spends = append(out.Spends, d.Spends...)
-		if !d.Allowed && out.Allowed {
-			out.Allowed, out.Denials = false, d.Denials
-		}
-	}
-	return out
-}
-
-// podGroups is the PodGroup lister, when the gates serve PodGroups.
-func (pl *BudgetAwarePreemption) podGroups() schedulinglisters.PodGroupLister {
-	if !pl.fts.EnableGenericWorkload || pl.fh.SharedInformerFactory() == nil {
-		return nil
-	}
-	return pl.fh.SharedInformerFactory().Scheduling().V1alpha2().PodGroups().Lister()
-}
-
-// victimUnits groups the lower-priority pods of the cluster into units, as
-// upstream does, leaving out what budgetguard never takes: pods on a node
-// cluster-autoscaler is removing, and pods annotated safe-to-evict "false"
-// (when honoured). A PodGroup with such a pod is not taken either.
-func (pl *BudgetAwarePreemption) victimUnits(nodes []fwk.NodeInfo, priority int32) []*victimUnit {
-	lister := pl.podGroups()
-	groups := map[types.UID]*victimUnit{}
-	untouchable := map[types.UID]bool{}
-	var units []*victimUnit
+// clusterUnits returns the units of the whole cluster that a preemptor of
+// priority may take, each once: upstream's units node by node
+// (preemption.Evaluator.GetVictimsOnNode), a group's found on each of its
+// nodes.
+func (pl *BudgetAwarePreemption) clusterUnits(ctx context.Context, nodes []fwk.NodeInfo, priority int32) ([]*preemption.DomainVictim, error) {
+	seen := map[types.UID]bool{}
+	var units []*preemption.DomainVictim
 	for _, n := range nodes {
-		removing := budget.NodeBeingRemoved(n.Node())
-		for _, pi := range n.GetPods() {
-			p := pi.GetPod()
-			pg := disruptedAsGroup(p, lister)
-			keep := removing || (pl.args.HonorSafeToEvictAnnotation && budget.AutoscalerForbidsEviction(p))
-			if pg == nil {
-				if keep || corev1helpers.PodPriority(p) >= priority {
-					continue
+		vs, err := pl.Evaluator.GetVictimsOnNode(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs {
+			// A unit's pods are its own: any one of them names it.
+			key := v.Pods()[0].GetPod().UID
+			for _, pi := range v.Pods()[1:] {
+				if uid := pi.GetPod().UID; uid < key {
+					key = uid
 				}
-				units = append(units, &victimUnit{pods: []fwk.PodInfo{pi}, priority: corev1helpers.PodPriority(p), start: util.GetPodStartTime(p)})
+			}
+			if seen[key] {
 				continue
 			}
-			if keep {
-				untouchable[pg.UID] = true
-			}
-			u, ok := groups[pg.UID]
-			if !ok {
-				u = &victimUnit{priority: util.PodGroupPriority(pg), group: true}
-				groups[pg.UID] = u
-			}
-			u.pods = append(u.pods, pi)
-			if t := util.GetPodStartTime(p); u.start == nil || (t != nil && t.Before(u.start)) {
-				u.start = t
+			seen[key] = true
+			if pl.mayTake(priority, v) {
+				units = append(units, v)
 			}
 		}
 	}
-	for uid, u := range groups {
-		if !untouchable[uid] && u.priority < priority {
-			units = append(units, u)
-		}
-	}
-	return units
+	return units, nil
 }
 
-// podGroupOf returns p's PodGroup, or nil when it has none or it cannot be
-// read.
-func (pl *BudgetAwarePreemption) podGroupOf(p *v1.Pod) *schedulingv1alpha2.PodGroup {
-	return podGroupFrom(pl.podGroups(), p)
-}
-
-func podGroupFrom(lister schedulinglisters.PodGroupLister, p *v1.Pod) *schedulingv1alpha2.PodGroup {
-	if lister == nil || p.Spec.SchedulingGroup == nil || p.Spec.SchedulingGroup.PodGroupName == nil {
-		return nil
-	}
-	pg, err := lister.PodGroups(p.Namespace).Get(*p.Spec.SchedulingGroup.PodGroupName)
-	if err != nil {
-		return nil
-	}
-	return pg
-}
-
-// disruptedAsGroup returns the PodGroup of p when the group is disrupted
-// as a whole (disruptionMode PodGroup), else nil.
-func disruptedAsGroup(p *v1.Pod, lister schedulinglisters.PodGroupLister) *schedulingv1alpha2.PodGroup {
-	pg := podGroupFrom(lister, p)
-	if pg == nil {
-		return nil
-	}
-	if m := pg.Spec.DisruptionMode; m == nil || *m != schedulingv1alpha2.DisruptionModePodGroup {
-		return nil
-	}
-	return pg
-}
-
-// groupTrial removes and restores units on the snapshot the scheduling
-// function reads.
-type groupTrial struct {
-	logger klog.Logger
-	nodes  map[string]fwk.NodeInfo
-}
-
-func (t *groupTrial) remove(u *victimUnit) error {
-	for _, pi := range u.pods {
-		if n := t.nodes[pi.GetPod().Spec.NodeName]; n != nil {
-			if err := n.RemovePod(t.logger, pi.GetPod()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (t *groupTrial) restore(u *victimUnit) {
-	for _, pi := range u.pods {
-		if n := t.nodes[pi.GetPod().Spec.NodeName]; n != nil {
-			n.AddPodInfo(pi)
-		}
-	}
-}
-
-// PodGroupPostFilter implements framework.PodGroupPostFilterPlugin: gang
-// preemption within every budget (see the top of this file). The scheduler
-// backs its snapshot up before the call and restores it after.
-func (pl *BudgetAwarePreemption) PodGroupPostFilter(ctx context.Context, pg *schedulingv1alpha2.PodGroup, pods []*v1.Pod, schedule func(context.Context) *fwk.Status) *fwk.Status {
+// PodGroupPostFilter implements fwk.PodGroupPostFilterPlugin: gang
+// preemption within every budget (see the top of this file). Changes to the
+// snapshot are made in a mutation session, which restores it at the end.
+func (pl *BudgetAwarePreemption) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleState, pgInfo fwk.PodGroupInfo, schedule fwk.PodGroupSchedulingFunc) (res *fwk.PodGroupPostFilterResult, status *fwk.Status) {
 	logger := klog.FromContext(ctx)
-	if len(pods) == 0 {
-		return fwk.NewStatus(fwk.Unschedulable, "preemption: the pod group has no pod left to schedule")
+	g := pl.newGroupPreemptor(pgInfo)
+	if len(g.pods) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, groupPrefix+"the pod group has no pod left to schedule")
 	}
-	g := newGroupPreemptor(pg, pods)
-	for _, p := range pods {
-		if p.Spec.PreemptionPolicy != nil && *p.Spec.PreemptionPolicy == v1.PreemptNever {
-			return fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible due to preemptionPolicy=Never.")
-		}
+	pods := g.pods
+	if g.never {
+		return nil, fwk.NewStatus(fwk.Unschedulable, groupPrefix+"not eligible due to preemptionPolicy=Never.")
 	}
 	if !pl.budgets.HasSynced() {
-		return pl.groupNotSynced(ctx, g)
+		return nil, pl.groupNotSynced(ctx, g)
 	}
-	nodeList, err := pl.fh.SnapshotSharedLister().NodeInfos().List()
+	snap := pl.fh.MutableSnapshotSharedLister()
+	if err := snap.StartMutations(); err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf(groupPrefix+"start the snapshot's mutations: %w", err))
+	}
+	defer func() {
+		if err := snap.EndMutations(); err != nil {
+			res, status = nil, fwk.AsStatus(fmt.Errorf(groupPrefix+"end the snapshot's mutations: %w", err))
+		}
+	}()
+	nodeList, err := snap.NodeInfos().List()
 	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("preemption: list the snapshot's nodes: %w", err))
+		return nil, fwk.AsStatus(fmt.Errorf(groupPrefix+"list the snapshot's nodes: %w", err))
 	}
-	t := &groupTrial{logger: logger, nodes: make(map[string]fwk.NodeInfo, len(nodeList))}
-	for _, n := range nodeList {
-		t.nodes[n.Node().Name] = n
+	if pl.ongoingGroupPreemption(g, snap) {
+		n := map[types.NamespacedName]*fwk.NominatingInfo{}
+		for _, p := range pods {
+			n[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: p.Status.NominatedNodeName}
+		}
+		return &fwk.PodGroupPostFilterResult{NominatingInfos: n}, fwk.NewStatus(fwk.Success, groupPrefix+"ongoing preemption on nominated nodes")
 	}
-	units := pl.victimUnits(nodeList, g.Priority())
-	if len(units) == 0 {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption: no preemption victims found for the pod group")
+	all, err := pl.clusterUnits(ctx, nodeList, g.Priority())
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf(groupPrefix+"%w", err))
 	}
+	if len(all) == 0 {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, groupPrefix+"no preemption victims found for the pod group")
+	}
+	if s := pl.groupRefused(ctx, g); s != nil {
+		return nil, s
+	}
+	t := &groupTrial{pl: pl, logger: logger, snap: snap}
 
 	strict := pl.strict(g.rep)
 	op := pl.operation(g.rep)
 	var candidates []*victimUnit
 	var blocked *budget.Decision
-	for _, u := range units {
-		u.d = pl.decideUnit(pl.budgets.NewPlan(op), u)
-		u.spends = !u.d.Free()
-		if !u.d.Allowed && strict {
+	for _, v := range all {
+		u := &victimUnit{v: v, d: pl.decideVictim(v, op), class: classFree}
+		switch {
+		case !u.d.Allowed && strict:
 			// Its budgets deny it even alone: never a victim.
 			if blocked == nil {
 				d := u.d
 				blocked = &d
 			}
 			continue
+		case !u.d.Allowed:
+			u.class = classDenied
+		case !u.d.Free():
+			u.class = classSpends
 		}
 		candidates = append(candidates, u)
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
-		// Spending units are reprieved first, most important first.
-		if candidates[i].spends != candidates[j].spends {
-			return candidates[i].spends
+		// Denied units are reprieved first, then spending ones, each
+		// class most important first: as the pod path and upstream's
+		// reprieve of PDB-violating victims.
+		if candidates[i].class != candidates[j].class {
+			return candidates[i].class < candidates[j].class
 		}
-		return moreImportantUnit(candidates[i], candidates[j])
+		return preemption.MoreImportantVictim(candidates[i].v, candidates[j].v)
 	})
 
 	// Each round chooses victims among the candidates; in Strict mode a
@@ -309,16 +266,16 @@ func (pl *BudgetAwarePreemption) PodGroupPostFilter(ctx context.Context, pg *sch
 	var victims []*victimUnit
 	rounds := 0
 	for {
-		var status *fwk.Status
-		victims, status, err = pl.chooseUnits(ctx, t, candidates, schedule)
+		var s *fwk.Status
+		victims, s, err = pl.chooseUnits(ctx, t, candidates, schedule)
 		if err != nil {
-			return fwk.AsStatus(err)
+			return nil, fwk.AsStatus(err)
 		}
-		if !status.IsSuccess() {
+		if !s.IsSuccess() {
 			if blocked != nil {
-				return pl.groupBlocked(ctx, g, *blocked, status)
+				return nil, pl.groupBlocked(ctx, g, *blocked, s)
 			}
-			return status
+			return nil, s
 		}
 		denied, d := pl.deniedTogether(op, victims)
 		if len(denied) == 0 || !strict {
@@ -328,7 +285,7 @@ func (pl *BudgetAwarePreemption) PodGroupPostFilter(ctx context.Context, pg *sch
 			blocked = &d
 		}
 		if rounds++; rounds == maxGroupRounds {
-			return pl.groupBlocked(ctx, g, *blocked, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("no victims within the budgets after %d tries", rounds)))
+			return nil, pl.groupBlocked(ctx, g, *blocked, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("no victims within the budgets after %d tries", rounds)))
 		}
 		kept := candidates[:0]
 		for _, u := range candidates {
@@ -340,48 +297,53 @@ func (pl *BudgetAwarePreemption) PodGroupPostFilter(ctx context.Context, pg *sch
 	}
 
 	var out []*v1.Pod
-	sort.SliceStable(victims, func(i, j int) bool { return moreImportantUnit(victims[i], victims[j]) })
+	groups := 0
+	sort.SliceStable(victims, func(i, j int) bool { return preemption.MoreImportantVictim(victims[i].v, victims[j].v) })
 	for _, u := range victims {
-		for _, pi := range u.pods {
-			out = append(out, pi.GetPod())
+		if u.v.IsGroup() && len(u.v.Pods()) > 1 {
+			groups++
 		}
+		out = append(out, victimPods(u.v)...)
 	}
-	logger.V(2).Info("Gang preemption chose its victims", "podGroup", klog.KObj(pg), "victims", len(out), "units", len(victims))
-	return pl.actuateGroup(ctx, g, &groupCandidate{victims: &extenderv1.Victims{Pods: out}})
+	logger.V(2).Info("Gang preemption chose its victims", "podGroup", klog.KObj(g.obj), "victims", len(out), "units", len(victims))
+	if s := pl.actuateGroup(ctx, g, &groupCandidate{victims: &extenderv1.Victims{Pods: out}, groups: groups}); !s.IsSuccess() {
+		return nil, s
+	}
+	return t.nominations(), fwk.NewStatus(fwk.Success, groupPrefix+fmt.Sprintf("found a placement for podgroup, preempting %d victims", len(out)))
 }
 
-// chooseUnits removes every candidate, checks that the group fits, and
-// reprieves candidates in their order while it still fits. It leaves the
-// snapshot as it found it.
-func (pl *BudgetAwarePreemption) chooseUnits(ctx context.Context, t *groupTrial, candidates []*victimUnit, schedule func(context.Context) *fwk.Status) ([]*victimUnit, *fwk.Status, error) {
-	for _, u := range candidates {
-		if err := t.remove(u); err != nil {
-			return nil, nil, err
+// compositeGroups is the snapshot's CompositePodGroup lister with the
+// CompositePodGroup gate, else nil (as upstream's evaluators hold it).
+func (pl *BudgetAwarePreemption) compositeGroups(snap fwk.SharedLister) fwk.CompositePodGroupLister {
+	if !pl.fts.EnableCompositePodGroup {
+		return nil
+	}
+	return snap.CompositePodGroups()
+}
+
+// ongoingGroupPreemption reports, as upstream, whether a lower-priority pod
+// on a node the group's pods are nominated to is terminating by a
+// disruption (this plugin's evictions included): the group waits for it.
+func (pl *BudgetAwarePreemption) ongoingGroupPreemption(g *groupPreemptor, snap fwk.SharedLister) bool {
+	nominated := map[string]bool{}
+	for _, p := range g.pods {
+		if p.Status.NominatedNodeName != "" {
+			nominated[p.Status.NominatedNodeName] = true
 		}
 	}
-	var victims []*victimUnit
-	defer func() {
-		for _, u := range victims {
-			t.restore(u)
-		}
-	}()
-	if s := schedule(ctx); !s.IsSuccess() {
-		victims = candidates
-		return nil, s, nil
-	}
-	for _, u := range candidates {
-		t.restore(u)
-		if schedule(ctx).IsSuccess() {
+	for name := range nominated {
+		ni, err := snap.NodeInfos().Get(name)
+		if err != nil || ni == nil {
 			continue
 		}
-		if err := t.remove(u); err != nil {
-			return nil, nil, err
+		for _, pi := range ni.GetPods() {
+			p := pi.GetPod()
+			if preemption.GetPodPriority(p, snap.PodGroups(), pl.compositeGroups(snap)) < g.Priority() && terminatingByDisruption(p) {
+				return true
+			}
 		}
-		victims = append(victims, u)
 	}
-	// No victim at all: the group fits as the cluster is (upstream also
-	// succeeds then, and the group is tried again).
-	return append([]*victimUnit(nil), victims...), fwk.NewStatus(fwk.Success), nil
+	return false
 }
 
 // deniedTogether plans the victims together, the most important last, and
@@ -389,7 +351,7 @@ func (pl *BudgetAwarePreemption) chooseUnits(ctx context.Context, t *groupTrial,
 // first denial.
 func (pl *BudgetAwarePreemption) deniedTogether(op budget.Operation, victims []*victimUnit) ([]*victimUnit, budget.Decision) {
 	ordered := append([]*victimUnit(nil), victims...)
-	sort.SliceStable(ordered, func(i, j int) bool { return moreImportantUnit(ordered[j], ordered[i]) })
+	sort.SliceStable(ordered, func(i, j int) bool { return preemption.MoreImportantVictim(ordered[j].v, ordered[i].v) })
 	var denied, allowed []*victimUnit
 	first := budget.Decision{Allowed: true}
 	for _, u := range ordered {
@@ -397,9 +359,9 @@ func (pl *BudgetAwarePreemption) deniedTogether(op budget.Operation, victims []*
 		// the units allowed so far.
 		plan := pl.budgets.NewPlan(op)
 		for _, a := range allowed {
-			pl.decideUnit(plan, a)
+			pl.addVictim(plan, a.v)
 		}
-		if d := pl.decideUnit(plan, u); !d.Allowed {
+		if d := pl.addVictim(plan, u.v); !d.Allowed {
 			if len(denied) == 0 {
 				first = d
 			}
@@ -409,6 +371,21 @@ func (pl *BudgetAwarePreemption) deniedTogether(op budget.Operation, victims []*
 		allowed = append(allowed, u)
 	}
 	return denied, first
+}
+
+// groupRefused is refusedOn for a gang: while the refusal of the group's
+// last preemption (remembered under the PodGroup's UID) still holds, the
+// group preempts nothing, and the status names the budget.
+func (pl *BudgetAwarePreemption) groupRefused(ctx context.Context, g *groupPreemptor) *fwk.Status {
+	f, d, holds := pl.refusalHolds(g.UID(), groupDomain, pl.operation(g.rep))
+	if !holds {
+		return nil
+	}
+	pl.blocked.addGroup(g.UID(), g.pods)
+	if !d.Allowed {
+		return pl.groupBlocked(ctx, g, d, fwk.NewStatus(fwk.Unschedulable, "the pod group's last preemption was refused by a disruption budget: "+f.err.Error()))
+	}
+	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+"the pod group's last preemption was refused by a disruption budget: "+f.err.Error())
 }
 
 // actuateGroup disrupts the candidate's victims through preemptPod, which
@@ -422,64 +399,59 @@ func (pl *BudgetAwarePreemption) actuateGroup(ctx context.Context, g *groupPreem
 		if victims[i].DeletionTimestamp != nil {
 			return
 		}
-		if err := pl.Executor.PreemptPod(ctx, c, g, victims[i], Name); err != nil {
+		if _, err := pl.Executor.PreemptPod(ctx, c, g, victims[i], Name); err != nil {
 			errCh.SendWithCancel(err, cancel)
 		}
 	}, Name)
 	err := errCh.Receive()
 	if err == nil {
-		for _, p := range g.pods {
-			pl.blocked.forget(p)
-		}
+		pl.blocked.forgetGroup(g.UID(), g.pods)
 		return nil
 	}
 	// Refused at actuation: the budgets changed since the victims were
 	// chosen, or the API server (or a webhook) refused one. preemptPod
-	// named it on the PodGroup; the group is retried when a budget frees.
-	for _, p := range g.pods {
-		pl.blocked.add(p)
-	}
+	// named it on the PodGroup and remembered the refusal under the
+	// PodGroup's UID; the group is retried when a budget frees, when the
+	// refusal runs out, or in a second when a budget's status was behind.
+	pl.blocked.addGroup(g.UID(), g.pods)
 	var de *budget.DeniedError
-	if errors.As(err, &de) || budget.RefusedByBudget(err) {
-		return fwk.NewStatus(fwk.Unschedulable, "preemption: "+err.Error())
+	if errors.As(err, &de) && statusBehind(de.Decision) {
+		pl.retryBehind(g.UID())
 	}
-	return fwk.AsStatus(fmt.Errorf("preemption: %w", err))
+	if errors.As(err, &de) || budget.RefusedByBudget(err) {
+		return fwk.NewStatus(fwk.Unschedulable, groupPrefix+err.Error())
+	}
+	return fwk.AsStatus(fmt.Errorf(groupPrefix+"%w", err))
 }
 
 // groupBlocked reports a gang preemption the budgets refused: the event on
 // the PodGroup, the metric, and a status that names the budget (the
-// scheduler writes it into the PodGroupScheduled condition). The group's
-// pods are retried when a budget frees.
+// scheduler writes it into the PodGroup's condition). The group's pods are
+// retried when a budget frees.
 func (pl *BudgetAwarePreemption) groupBlocked(ctx context.Context, g *groupPreemptor, d budget.Decision, status *fwk.Status) *fwk.Status {
-	for _, p := range g.pods {
-		pl.blocked.add(p)
-	}
+	pl.blocked.addGroup(g.UID(), g.pods)
 	if statusBehind(d) {
-		for _, p := range g.pods {
-			pl.retryBehind(p)
-		}
+		pl.retryBehind(g.UID())
 	}
 	blockedTotal.WithLabelValues(string(d.Reason())).Inc()
 	note := "gang preemption blocked by disruption budgets: " + d.Message()
-	pl.fh.EventRecorder().Eventf(g.pg, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", note)
-	klog.FromContext(ctx).V(2).Info("Gang preemption blocked by disruption budgets", "podGroup", klog.KObj(g.pg), "reason", d.Reason(), "message", d.Message())
+	pl.fh.EventRecorder().Eventf(g.obj, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", note)
+	klog.FromContext(ctx).V(2).Info("Gang preemption blocked by disruption budgets", "podGroup", klog.KObj(g.obj), "reason", d.Reason(), "message", d.Message())
 	msg := strings.TrimSpace(status.Message() + "; " + note)
-	return fwk.NewStatus(fwk.Unschedulable, "preemption: "+strings.TrimPrefix(msg, "; "))
+	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+strings.TrimPrefix(msg, "; "))
 }
 
 // groupNotSynced is notSynced for a PodGroup.
 func (pl *BudgetAwarePreemption) groupNotSynced(ctx context.Context, g *groupPreemptor) *fwk.Status {
-	for _, p := range g.pods {
-		pl.blocked.add(p)
-	}
+	pl.blocked.addGroup(g.UID(), g.pods)
 	pl.requeueWhenSynced()
 	reason, why := pl.budgets.NotSynced()
 	if reason == "" {
-		return fwk.AsStatus(fmt.Errorf("preemption: %s", cacheNotSynced))
+		return fwk.AsStatus(fmt.Errorf(groupPrefix+"%s", cacheNotSynced))
 	}
 	msg := fmt.Sprintf("budget cache not synced (%s: %s); the pod group is retried once it is", reason, why)
 	blockedTotal.WithLabelValues(reasonCacheNotSynced).Inc()
-	pl.fh.EventRecorder().Eventf(g.pg, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", msg)
-	klog.FromContext(ctx).V(2).Info("Gang preemption refused: the budget cache is not synced", "podGroup", klog.KObj(g.pg), "reason", reason, "message", why)
-	return fwk.NewStatus(fwk.Unschedulable, "preemption: "+msg)
+	pl.fh.EventRecorder().Eventf(g.obj, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", msg)
+	klog.FromContext(ctx).V(2).Info("Gang preemption refused: the budget cache is not synced", "podGroup", klog.KObj(g.obj), "reason", reason, "message", why)
+	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+msg)
 }

@@ -1,182 +1,22 @@
 package budgetpreemption
 
 import (
-	"context"
-	"slices"
-	"sort"
+	"errors"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	clientsetfake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2/ktesting"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
-	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
-
-// gangEnv is env with PodGroups served and the plugin's disruptions
-// recorded instead of sent.
-type gangEnv struct {
-	*env
-	rec *events.FakeRecorder
-	mu  sync.Mutex
-	// disrupted are the victims evicted or deleted, by name.
-	disrupted []string
-}
-
-func newGangEnv(t *testing.T, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pods []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget, groups ...*schedulingv1alpha2.PodGroup) *gangEnv {
-	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	var objs []runtime.Object
-	for _, p := range pods {
-		objs = append(objs, p)
-	}
-	for _, n := range nodes {
-		objs = append(objs, n)
-	}
-	for _, p := range pdbs {
-		objs = append(objs, p)
-	}
-	for _, g := range groups {
-		objs = append(objs, g)
-	}
-	cs := clientsetfake.NewClientset(objs...)
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	snapshot := internalcache.NewSnapshot(pods, nodes)
-	fw := newFramework(ctx, t, cs, factory, snapshot)
-	bc, err := budget.New(ctx, factory, budget.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if args == nil {
-		args = DefaultArgs()
-	}
-	pl := newPlugin(args, fw, bc, feature.Features{EnableGenericWorkload: true, EnableWorkloadAwarePreemption: true})
-	pl.podGroups()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	if !bc.WaitForCacheSync(ctx) {
-		t.Fatal("budget cache did not sync")
-	}
-	g := &gangEnv{env: &env{ctx: ctx, fw: fw, pl: pl, budgets: bc, snapshot: snapshot}, rec: events.NewFakeRecorder(20)}
-	pl.fh = &recorderHandle{Handle: fw, rec: g.rec}
-	record := func(victim *v1.Pod) error {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.disrupted = append(g.disrupted, victim.Name)
-		return nil
-	}
-	pl.evictPod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod) error {
-		return record(victim)
-	}
-	pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
-		return record(victim)
-	}
-	return g
-}
-
-// fits is the scheduler's pod group algorithm, reduced to CPU: every pod
-// of the group on some node of the snapshot (first fit, largest first).
-func (g *gangEnv) fits(pods []*v1.Pod) func(context.Context) *fwk.Status {
-	return func(context.Context) *fwk.Status {
-		nodes, err := g.snapshot.NodeInfos().List()
-		if err != nil {
-			return fwk.AsStatus(err)
-		}
-		free := make([]int64, len(nodes))
-		for i, n := range nodes {
-			free[i] = n.GetAllocatable().GetMilliCPU() - n.GetRequested().GetMilliCPU()
-		}
-		reqs := make([]int64, 0, len(pods))
-		for _, p := range pods {
-			reqs = append(reqs, p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue())
-		}
-		sort.Slice(reqs, func(i, j int) bool { return reqs[i] > reqs[j] })
-		for _, r := range reqs {
-			i := slices.IndexFunc(free, func(f int64) bool { return f >= r })
-			if i < 0 {
-				return fwk.NewStatus(fwk.Unschedulable, "the pod group does not fit")
-			}
-			free[i] -= r
-		}
-		return nil
-	}
-}
-
-// forget removes pods from the snapshot, as the next cycle's snapshot no
-// longer has victims that went.
-func (g *gangEnv) forget(t *testing.T, names ...string) {
-	t.Helper()
-	nodes, err := g.snapshot.NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes {
-		var gone []*v1.Pod
-		for _, pi := range n.GetPods() {
-			if slices.Contains(names, pi.GetPod().Name) {
-				gone = append(gone, pi.GetPod())
-			}
-		}
-		for _, p := range gone {
-			if err := n.RemovePod(ktesting.NewLogger(t, ktesting.NewConfig()), p); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
-func (g *gangEnv) disruptedPods() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := slices.Clone(g.disrupted)
-	sort.Strings(out)
-	return out
-}
-
-// gang is a PodGroup of n pods of cpu each at priority.
-func gang(name string, n int, cpu string, priority int32) (*schedulingv1alpha2.PodGroup, []*v1.Pod) {
-	pg := st.MakePodGroup().Name(name).Namespace(ns).UID(types.UID("pg-" + name)).Priority(priority).MinCount(int32(n)).Obj()
-	var pods []*v1.Pod
-	for i := range n {
-		name := name + "-" + string(rune('a'+i))
-		pods = append(pods, st.MakePod().Namespace(ns).Name(name).UID(name).Priority(priority).PodGroupName(pg.Name).
-			Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Obj())
-	}
-	return pg, pods
-}
-
-// highPod is a running pod of cpu that no gang may preempt.
-func highPod(name, nodeName, cpu string) *v1.Pod {
-	return st.MakePod().Namespace(ns).Name(name).UID(name).Node(nodeName).Priority(1000).
-		Req(map[v1.ResourceName]string{v1.ResourceCPU: cpu}).Phase(v1.PodRunning).Condition(v1.PodReady, v1.ConditionTrue, "").Obj()
-}
-
-// event returns the first event recorded, or "".
-func (g *gangEnv) event() string {
-	select {
-	case ev := <-g.rec.Events:
-		return ev
-	default:
-		return ""
-	}
-}
 
 func TestPodGroupPostFilter(t *testing.T) {
 	bestEffort := DefaultArgs()
@@ -187,7 +27,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 		nodes  []*v1.Node
 		pods   []*v1.Pod
 		pdbs   []*policyv1.PodDisruptionBudget
-		groups []*schedulingv1alpha2.PodGroup
+		groups []*schedulingv1beta1.PodGroup
 		// members is the preempting gang's size and each member's CPU.
 		members int
 		cpu     string
@@ -249,7 +89,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 				highPod("keep", "n1", "2"),
 			},
 			pdbs:    []*policyv1.PodDisruptionBudget{appPDB("train", 2, 1, 1).Obj()},
-			groups:  []*schedulingv1alpha2.PodGroup{st.MakePodGroup().Name("train").Namespace(ns).UID("pg-train").MinCount(2).DisruptionMode(schedulingv1alpha2.DisruptionModePodGroup).Obj()},
+			groups:  []*schedulingv1beta1.PodGroup{victimGroup("train")},
 			members: 1, cpu: "1",
 			blockedBy: "pdb shop/train",
 		},
@@ -262,7 +102,7 @@ func TestPodGroupPostFilter(t *testing.T) {
 				highPod("keep", "n1", "2"),
 			},
 			pdbs:    []*policyv1.PodDisruptionBudget{appPDB("train", 2, 0, 2).Obj()},
-			groups:  []*schedulingv1alpha2.PodGroup{st.MakePodGroup().Name("train").Namespace(ns).UID("pg-train").MinCount(2).DisruptionMode(schedulingv1alpha2.DisruptionModePodGroup).Obj()},
+			groups:  []*schedulingv1beta1.PodGroup{victimGroup("train")},
 			members: 1, cpu: "1",
 			want: []string{"train-0", "train-1"},
 		},
@@ -271,16 +111,25 @@ func TestPodGroupPostFilter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pg, members := gang("gang", tc.members, tc.cpu, 100)
 			g := newGangEnv(t, tc.args, tc.nodes, tc.pods, tc.pdbs, append(tc.groups, pg)...)
-			status := g.pl.PodGroupPostFilter(g.ctx, pg, members, g.fits(members))
+			res, status := g.postFilter(pg, members)
 			if tc.blockedBy != "" {
-				if status.IsSuccess() || !strings.Contains(status.Message(), tc.blockedBy) {
-					t.Errorf("status %v; want a refusal naming %s", status, tc.blockedBy)
+				if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), tc.blockedBy) {
+					t.Errorf("status %v; want Unschedulable naming %s", status, tc.blockedBy)
 				}
-				if ev := g.event(); !strings.Contains(ev, budget.EventPreemptionBlockedByBudget) || !strings.Contains(ev, tc.blockedBy) {
-					t.Errorf("event %q; want %s naming %s", ev, budget.EventPreemptionBlockedByBudget, tc.blockedBy)
+				if ev, all := g.refusalEvent(pg, tc.blockedBy); ev == "" {
+					t.Errorf("events %q; want %s on the PodGroup naming %s", all, budget.EventPreemptionBlockedByBudget, tc.blockedBy)
 				}
-			} else if !status.IsSuccess() {
-				t.Fatalf("PodGroupPostFilter: %v", status)
+			} else {
+				if !status.IsSuccess() {
+					t.Fatalf("PodGroupPostFilter: %v", status)
+				}
+				want := map[string]string{}
+				for _, m := range members {
+					want[m.Name] = "n1"
+				}
+				if diff := cmp.Diff(want, nominated(res)); diff != "" {
+					t.Errorf("nominations (-want,+got):\n%s", diff)
+				}
 			}
 			if diff := cmp.Diff(tc.want, g.disruptedPods()); diff != "" {
 				t.Errorf("disrupted victims (-want,+got):\n%s", diff)
@@ -298,7 +147,7 @@ func TestPodGroupPostFilterReservesOnce(t *testing.T) {
 	g := newGangEnv(t, nil, []*v1.Node{node("n1"), node("n2")},
 		append(replicas("web", "n1", "web", true, 0, 0, 0, 0), replicas("api", "n2", "web", true, 0, 0, 0, 0)...),
 		[]*policyv1.PodDisruptionBudget{appPDB("web", 8, 6, 2).Obj()}, pg1, pg2)
-	if s := g.pl.PodGroupPostFilter(g.ctx, pg1, members1, g.fits(members1)); !s.IsSuccess() {
+	if _, s := g.postFilter(pg1, members1); !s.IsSuccess() {
 		t.Fatalf("first gang: %v", s)
 	}
 	first := g.disruptedPods()
@@ -308,7 +157,7 @@ func TestPodGroupPostFilterReservesOnce(t *testing.T) {
 	// Its victims are going: the snapshot no longer has them, but the
 	// PDB's status has not counted them yet.
 	g.forget(t, first...)
-	s := g.pl.PodGroupPostFilter(g.ctx, pg2, members2, g.fits(members2))
+	_, s := g.postFilter(pg2, members2)
 	if s.IsSuccess() || !strings.Contains(s.Message(), "pdb shop/web") {
 		t.Errorf("second gang: %v; want a refusal naming pdb shop/web", s)
 	}
@@ -322,53 +171,249 @@ func TestPodGroupPostFilterPreemptNever(t *testing.T) {
 	never := v1.PreemptNever
 	members[0].Spec.PreemptionPolicy = &never
 	g := newGangEnv(t, nil, []*v1.Node{node("n1")}, replicas("web", "n1", "", true, 0, 0, 0, 0), nil, pg)
-	if s := g.pl.PodGroupPostFilter(g.ctx, pg, members, g.fits(members)); s.IsSuccess() {
-		t.Errorf("a gang with preemptionPolicy Never preempted")
+	if _, s := g.postFilter(pg, members); s.IsSuccess() || !strings.Contains(s.Message(), "preemptionPolicy=Never") {
+		t.Errorf("a gang with preemptionPolicy Never: %v; want refused for its preemptionPolicy", s)
 	}
 	if got := g.disruptedPods(); len(got) != 0 {
 		t.Errorf("disrupted %v", got)
 	}
 }
 
-// A pod of a PodGroup preempts pod by pod only where DefaultPreemption
-// would: not with workload-aware preemption (the group preempts as a
-// whole), nor with topology-aware scheduling when its group has scheduling
-// constraints; with topology-aware scheduling and no constraints, it does.
-func TestPostFilterPodOfAPodGroup(t *testing.T) {
-	constrained := st.MakePodGroup().Name("placed").Namespace(ns).UID("pg-placed").MinCount(1).TopologyKey("zone").Obj()
-	free := st.MakePodGroup().Name("free").Namespace(ns).UID("pg-free").MinCount(1).Obj()
-	member := func(group string) *v1.Pod {
-		return st.MakePod().Namespace(ns).Name("m-" + group).UID("m-" + group).Priority(100).PodGroupName(group).
-			Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()
-	}
-	tests := []struct {
+// TestGangVictimGroupSpreadOverNodes: a PodGroup disrupted whole whose pods
+// run on two nodes is one unit: its budgets decide all its pods together,
+// and it goes whole or not at all, though the gang needs the room of one
+// of its pods only.
+func TestGangVictimGroupSpreadOverNodes(t *testing.T) {
+	for _, tc := range []struct {
 		name      string
-		fts       feature.Features
-		group     string
-		preempts  bool
-		wantInMsg string
+		allowed   int32
+		want      []string
+		blockedBy string
 	}{
-		{name: "workload-aware preemption", fts: feature.Features{EnableGenericWorkload: true, EnableWorkloadAwarePreemption: true}, group: "free", wantInMsg: "workload aware preemption"},
-		{name: "topology-aware, constrained group", fts: feature.Features{EnableGenericWorkload: true, EnableTopologyAwareWorkloadScheduling: true}, group: "placed", wantInMsg: "placement-based"},
-		{name: "topology-aware, unconstrained group", fts: feature.Features{EnableGenericWorkload: true, EnableTopologyAwareWorkloadScheduling: true}, group: "free", preempts: true},
-	}
-	for _, tc := range tests {
+		{name: "its budgets allow all its pods together: taken whole", allowed: 2, want: []string{"train-0", "train-1"}},
+		{name: "Strict, a PDB allows only some of them: not taken at all", allowed: 1, blockedBy: "pdb shop/train"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := member(tc.group)
-			g := newGangEnv(t, nil, []*v1.Node{node("n1")}, append(replicas("batch", "n1", "", true, 0, 0, 0, 0), p), nil, constrained, free)
-			g.pl.fts = tc.fts
-			state, _ := g.preFilter(t, p)
-			m := framework.NewDefaultNodeToStatus()
-			m.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
-			_, status := g.pl.PostFilter(g.ctx, state, p, m)
-			if tc.preempts {
-				if !status.IsSuccess() {
-					t.Errorf("PostFilter: %v; want a preemption", status)
-				}
-				return
+			pg, members := gang("gang", 1, "1", 100)
+			pods := []*v1.Pod{
+				pod("train-0", "n1", "train", 0, true).PodGroupName("train").Obj(),
+				pod("train-1", "n2", "train", 0, true).PodGroupName("train").Obj(),
+				highPod("keep-1", "n1", "3"), highPod("keep-2", "n2", "3"),
 			}
-			if status.IsSuccess() || !strings.Contains(status.Message(), tc.wantInMsg) {
-				t.Errorf("PostFilter: %v; want a refusal saying %q", status, tc.wantInMsg)
+			g := newGangEnv(t, nil, []*v1.Node{node("n1"), node("n2")}, pods,
+				[]*policyv1.PodDisruptionBudget{appPDB("train", 2, 2-tc.allowed, tc.allowed).Obj()}, victimGroup("train"), pg)
+			// The premise: the Evaluator's unit on n1 is the whole group,
+			// its pod on n2 included.
+			n1, err := g.snapshot.NodeInfos().Get("n1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var unit []string
+			for _, v := range g.units(t, n1) {
+				if v.IsGroup() {
+					unit = append(unit, victimNames(v)...)
+				}
+			}
+			if diff := cmp.Diff([]string{"train-0", "train-1"}, unit); diff != "" {
+				t.Fatalf("the group unit on n1 (-want,+got):\n%s", diff)
+			}
+
+			res, status := g.postFilter(pg, members)
+			if tc.blockedBy == "" {
+				if !status.IsSuccess() {
+					t.Fatalf("PodGroupPostFilter: %v", status)
+				}
+				if got := nominated(res)[members[0].Name]; got == "" {
+					t.Errorf("%s nominated nowhere", members[0].Name)
+				}
+			} else {
+				if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), tc.blockedBy) {
+					t.Errorf("status %v; want Unschedulable naming %s", status, tc.blockedBy)
+				}
+				if ev, all := g.refusalEvent(pg, tc.blockedBy); ev == "" {
+					t.Errorf("events %q; want a refusal on the PodGroup naming %s", all, tc.blockedBy)
+				}
+			}
+			if diff := cmp.Diff(tc.want, g.disruptedPods()); diff != "" {
+				t.Errorf("disrupted victims (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGangRefusalActivatesTheGroupWhenItRunsOut (defect 1): a gang
+// preemption refused at actuation is remembered under the PodGroup's UID,
+// and its end activates the group's pods: the expiry hook looks the UID up
+// among the blocked preemptors, which hold the group's members under it.
+// While the refusal holds and the victim's budget denies it, the gang
+// preempts nothing and the status names the budget; once the budget allows
+// the victim (the refusal was the cache's own), the gang preempts.
+func TestGangRefusalActivatesTheGroupWhenItRunsOut(t *testing.T) {
+	t.Run("a 429 from the eviction", func(t *testing.T) {
+		// One victim: its cancelled reservation is released before the
+		// group is remembered, and no other reservation is left to end
+		// and activate the blocked preemptors: only the refusal's end can.
+		pg, members := gang("gang", 2, "500m", 100)
+		g := newGangEnv(t, nil, []*v1.Node{node("n1")}, []*v1.Pod{pod("web-0", "n1", "web", 0, true).Obj(), highPod("keep", "n1", "3")},
+			[]*policyv1.PodDisruptionBudget{appPDB("web", 1, 0, 1).Obj()}, pg)
+		g.refuse = apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+		if err := g.pl.watchBudgetInformers(g.ctx, g.factory); err != nil {
+			t.Fatal(err)
+		}
+		const ttl = 300 * time.Millisecond
+		g.pl.refused.ttl = ttl
+		start := time.Now()
+		if _, status := g.postFilter(pg, members); status.Code() != fwk.Unschedulable {
+			t.Fatalf("PodGroupPostFilter: %v; want Unschedulable: the API server refused the eviction", status)
+		}
+		if _, live := g.pl.refused.lookup(pg.UID, groupDomain); !live {
+			t.Fatalf("no refusal remembered under the PodGroup's UID at %q", groupDomain)
+		}
+		select {
+		case got := <-g.h.activated:
+			if elapsed := time.Since(start); elapsed < ttl || elapsed > ttl+2*time.Second {
+				t.Errorf("activated %v after %v; want it when the refusal ran out (%v)", got, elapsed, ttl)
+			}
+			var pods []*v1.Pod
+			for _, p := range got {
+				pods = append(pods, p)
+			}
+			if diff := cmp.Diff(keys(members), keys(pods)); diff != "" {
+				t.Errorf("activated when the refusal ran out (-want,+got):\n%s", diff)
+			}
+		case <-time.After(ttl + 2*time.Second):
+			t.Fatal("the group's pods were not activated when the refusal ran out")
+		}
+		if got := g.disruptedPods(); len(got) != 0 {
+			t.Errorf("disrupted %v; the API server refused every eviction", got)
+		}
+	})
+
+	t.Run("a DeniedError from the reservation", func(t *testing.T) {
+		pg, members := gang("gang", 1, "1", 100)
+		// The snapshot has web-0 under pdb shop/web, which allows it; the
+		// cluster has relabelled it since, under pdb shop/db, which does
+		// not: the reservation, which re-reads the victim, is denied.
+		inSnapshot := []*v1.Pod{pod("web-0", "n1", "web", 0, true).Obj(), highPod("keep", "n1", "3")}
+		served := []*v1.Pod{pod("web-0", "n1", "db", 0, true).Obj(), highPod("keep", "n1", "3")}
+		g := newGangEnvServing(t, nil, []*v1.Node{node("n1")}, inSnapshot, served,
+			[]*policyv1.PodDisruptionBudget{appPDB("web", 1, 0, 1).Obj(), appPDB("db", 1, 1, 0).Obj()}, pg)
+
+		if _, status := g.postFilter(pg, members); status.Code() != fwk.Unschedulable {
+			t.Fatalf("first PodGroupPostFilter: %v; want Unschedulable: the reservation is denied", status)
+		}
+		f, live := g.pl.refused.lookup(pg.UID, groupDomain)
+		var de *budget.DeniedError
+		if !live || !errors.As(f.err, &de) {
+			t.Fatalf("refusal under the PodGroup's UID at %q: live %v, error %v; want the reservation's DeniedError", groupDomain, live, f.err)
+		}
+		g.h.rec.take()
+		reservations := func() int {
+			g.pl.mu.Lock()
+			defer g.pl.mu.Unlock()
+			return len(g.pl.reservations)
+		}
+		tried := reservations()
+
+		_, status := g.postFilter(pg, members)
+		if n := reservations(); n != tried {
+			t.Errorf("while the refusal holds, the gang's victims were chosen and reserved again (%d candidates reserved, was %d)", n, tried)
+		}
+		if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), "pdb shop/db") {
+			t.Errorf("while the refusal holds: %v; want Unschedulable naming pdb shop/db", status)
+		}
+		if ev, all := g.refusalEvent(pg, "pdb shop/db"); ev == "" {
+			t.Errorf("events %q; want a refusal on the PodGroup naming pdb shop/db", all)
+		}
+		if got := g.disruptedPods(); len(got) != 0 {
+			t.Fatalf("disrupted %v while the refusal holds", got)
+		}
+
+		pdbs := g.fw.ClientSet().PolicyV1().PodDisruptionBudgets(ns)
+		cur, err := pdbs.Get(g.ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Status.DisruptionsAllowed, cur.Status.DesiredHealthy = 1, 0
+		cur.ResourceVersion = "2" // the fake clientset keeps what it is given
+		freed, err := pdbs.UpdateStatus(g.ctx, cur, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for v, _ := g.budgets.ObservedResourceVersion(budget.KindPDB, ns, "db"); v != freed.ResourceVersion; v, _ = g.budgets.ObservedResourceVersion(budget.KindPDB, ns, "db") {
+			if time.Now().After(deadline) {
+				t.Fatal("the budget cache did not see the freed PDB")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		res, status := g.postFilter(pg, members)
+		if !status.IsSuccess() {
+			t.Fatalf("once the budget allows the victim: %v; want a preemption", status)
+		}
+		if diff := cmp.Diff([]string{"web-0"}, g.disruptedPods()); diff != "" {
+			t.Errorf("disrupted victims (-want,+got):\n%s", diff)
+		}
+		if got := nominated(res)[members[0].Name]; got != "n1" {
+			t.Errorf("%s nominated to %q, want n1", members[0].Name, got)
+		}
+	})
+}
+
+// TestGangBestEffortSparesDeniedVictimsFirst (defect 2): in BestEffort
+// mode a unit its budget denies is reprieved before one that spends a
+// budget within its allowance, whatever their importance: of two where
+// one must go, the allowed one goes, though the denied one is less
+// important. Before, denied and spending units were one class, ordered by
+// importance alone, and the denied one went.
+func TestGangBestEffortSparesDeniedVictimsFirst(t *testing.T) {
+	bestEffort := DefaultArgs()
+	bestEffort.Mode = ModeBestEffort
+	now := time.Now()
+	for _, tc := range []struct {
+		name            string
+		denied, allowed *v1.Pod
+	}{
+		{
+			name:    "the denied one has a lower priority",
+			denied:  pod("db-0", "n1", "db", 0, true).Obj(),
+			allowed: pod("web-0", "n1", "web", 50, true).Obj(),
+		},
+		{
+			name:    "the denied one is younger",
+			denied:  pod("db-0", "n1", "db", 10, true).StartTime(metav1.NewTime(now)).Obj(),
+			allowed: pod("web-0", "n1", "web", 10, true).StartTime(metav1.NewTime(now.Add(-time.Hour))).Obj(),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg, members := gang("gang", 1, "1", 100)
+			g := newGangEnv(t, bestEffort, []*v1.Node{node("n1")}, []*v1.Pod{tc.denied, tc.allowed, highPod("keep", "n1", "2")},
+				[]*policyv1.PodDisruptionBudget{appPDB("db", 1, 1, 0).Obj(), appPDB("web", 1, 0, 1).Obj()}, pg)
+			// The premise: db-0 is denied, web-0 allowed and spends its
+			// budget, and web-0 is the more important unit.
+			if d := g.budgets.Decide(tc.denied, budget.OperationEvict); d.Allowed {
+				t.Fatalf("db-0 allowed; want it denied")
+			}
+			if d := g.budgets.Decide(tc.allowed, budget.OperationEvict); !d.Allowed || d.Free() {
+				t.Fatalf("web-0: allowed %v, free %v; want allowed, spending: %s", d.Allowed, d.Free(), d.Message())
+			}
+			n1, err := g.snapshot.NodeInfos().Get("n1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			byName := map[string]*preemption.DomainVictim{}
+			for _, v := range g.units(t, n1) {
+				byName[victimNames(v)[0]] = v
+			}
+			if !preemption.MoreImportantVictim(byName["web-0"], byName["db-0"]) {
+				t.Fatal("web-0 is not the more important unit; the test shows nothing")
+			}
+
+			if _, status := g.postFilter(pg, members); !status.IsSuccess() {
+				t.Fatalf("PodGroupPostFilter: %v", status)
+			}
+			if diff := cmp.Diff([]string{"web-0"}, g.disruptedPods()); diff != "" {
+				t.Errorf("disrupted victims (-want,+got):\n%s", diff)
 			}
 		})
 	}

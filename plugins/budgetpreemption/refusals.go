@@ -137,25 +137,35 @@ func (r *refusals) forPod(preemptor types.UID) []string {
 // budget still denies it. The denial is blamed, so PostFilter names the
 // budget.
 func (pl *BudgetAwarePreemption) refusedOn(pod *v1.Pod, node string, op budget.Operation, rec *blockRecorder) *fwk.Status {
-	f, ok := pl.refused.lookup(pod.UID, node)
-	if !ok {
+	f, d, holds := pl.refusalHolds(pod.UID, node, op)
+	if !holds {
 		return nil
-	}
-	d := pl.budgets.Decide(f.victim, op)
-	if d.Allowed && f.victim.DeletionTimestamp == nil {
-		// The budget allows the victim now. When the refusal was the
-		// cache's own, or the API server's where the cache was behind and
-		// has caught up since, the node is a candidate again; otherwise
-		// the refusal runs out (and the preemptor is retried then).
-		if _, denied := f.err.(*budget.DeniedError); denied || pl.caughtUp(f.seen) {
-			pl.refused.forget(pod.UID, node)
-			return nil
-		}
 	}
 	if !d.Allowed {
 		rec.add(d)
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption on this node was refused by a disruption budget: "+f.err.Error())
+}
+
+// refusalHolds returns the live refusal of preemptor (a pod's UID, or a
+// gang's PodGroup's) on node, with its victim's decision now, and whether it
+// still holds. It holds while the victim's budget denies it; when the
+// budget allows the victim now and the refusal was the cache's own, or the
+// API server's where the cache was behind and has caught up since, it is
+// forgotten; otherwise it runs out (and the preemptor is retried then).
+func (pl *BudgetAwarePreemption) refusalHolds(preemptor types.UID, node string, op budget.Operation) (refusal, budget.Decision, bool) {
+	f, ok := pl.refused.lookup(preemptor, node)
+	if !ok {
+		return refusal{}, budget.Decision{}, false
+	}
+	d := pl.budgets.Decide(f.victim, op)
+	if d.Allowed && f.victim.DeletionTimestamp == nil {
+		if _, denied := f.err.(*budget.DeniedError); denied || pl.caughtUp(f.seen) {
+			pl.refused.forget(preemptor, node)
+			return f, d, false
+		}
+	}
+	return f, d, true
 }
 
 // caughtUp reports whether the cache holds a newer version of any budget in

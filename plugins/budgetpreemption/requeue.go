@@ -61,6 +61,9 @@ type blockedPreemptors struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	pods  map[types.UID]blockedPreemptor
+	// groups maps a PodGroup's UID, under which a gang's refusals are
+	// remembered, to the UIDs of its pods that budgets blocked.
+	groups map[types.UID][]types.UID
 }
 
 type blockedPreemptor struct {
@@ -69,7 +72,29 @@ type blockedPreemptor struct {
 }
 
 func newBlockedPreemptors() *blockedPreemptors {
-	return &blockedPreemptors{clock: clock.RealClock{}, pods: map[types.UID]blockedPreemptor{}}
+	return &blockedPreemptors{clock: clock.RealClock{}, pods: map[types.UID]blockedPreemptor{}, groups: map[types.UID][]types.UID{}}
+}
+
+// addGroup remembers the pods of the PodGroup with uid, blocked together.
+func (b *blockedPreemptors) addGroup(uid types.UID, pods []*v1.Pod) {
+	uids := make([]types.UID, 0, len(pods))
+	for _, p := range pods {
+		b.add(p)
+		uids = append(uids, p.UID)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.groups[uid] = uids
+}
+
+// forgetGroup drops the pods of the PodGroup with uid.
+func (b *blockedPreemptors) forgetGroup(uid types.UID, pods []*v1.Pod) {
+	for _, p := range pods {
+		b.forget(p)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.groups, uid)
 }
 
 // add remembers pod (the latest version of it) and forgets expired entries.
@@ -92,17 +117,31 @@ func (b *blockedPreemptors) forget(pod *v1.Pod) {
 	delete(b.pods, pod.UID)
 }
 
-// takeOne returns the preemptor with uid, if remembered, and forgets it.
-func (b *blockedPreemptors) takeOne(uid types.UID) *v1.Pod {
+// takeFor returns the preemptors remembered under uid, keyed by
+// namespace/name as Handle.Activate takes them, and forgets them: the pod
+// with uid, or every pod of the PodGroup with uid.
+func (b *blockedPreemptors) takeFor(uid types.UID) map[string]*v1.Pod {
 	now := b.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.pods[uid]
-	delete(b.pods, uid)
-	if !ok || now.Sub(e.since) > blockedTTL {
-		return nil
+	uids := []types.UID{uid}
+	if members, ok := b.groups[uid]; ok {
+		uids = members
+		delete(b.groups, uid)
 	}
-	return e.pod
+	var out map[string]*v1.Pod
+	for _, u := range uids {
+		e, ok := b.pods[u]
+		delete(b.pods, u)
+		if !ok || now.Sub(e.since) > blockedTTL {
+			continue
+		}
+		if out == nil {
+			out = map[string]*v1.Pod{}
+		}
+		out[e.pod.Namespace+"/"+e.pod.Name] = e.pod
+	}
+	return out
 }
 
 // take returns the preemptors remembered, keyed by namespace/name as
@@ -122,6 +161,7 @@ func (b *blockedPreemptors) take() map[string]*v1.Pod {
 		}
 		delete(b.pods, uid)
 	}
+	clear(b.groups)
 	return pods
 }
 
@@ -195,10 +235,11 @@ func (pl *BudgetAwarePreemption) watchBudgetInformers(ctx context.Context, facto
 	pl.budgets.OnRelease(func() { pl.activateBlocked(ctx, "a reservation was cancelled or ended unused") })
 	if pl.refused != nil {
 		pl.refused.expired = func(uid types.UID) {
-			if p := pl.blocked.takeOne(uid); p != nil && ctx.Err() == nil {
+			// uid is a pod's, or a gang's PodGroup's.
+			if pods := pl.blocked.takeFor(uid); len(pods) > 0 && ctx.Err() == nil {
 				logger := klog.FromContext(ctx)
-				logger.V(4).Info("Requeueing a preemptor whose refusal ran out", "pod", klog.KObj(p))
-				pl.fh.Activate(logger, map[string]*v1.Pod{p.Namespace + "/" + p.Name: p})
+				logger.V(4).Info("Requeueing a preemptor whose refusal ran out", "preemptor", uid, "pods", len(pods))
+				pl.fh.Activate(logger, pods)
 			}
 		}
 	}
@@ -332,16 +373,17 @@ const behindRetry = time.Second
 
 // retryBehind activates pod behindRetry from now, if it is still blocked
 // then.
-func (pl *BudgetAwarePreemption) retryBehind(pod *v1.Pod) {
+func (pl *BudgetAwarePreemption) retryBehind(uid types.UID) {
 	ctx := pl.lifetime
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	time.AfterFunc(behindRetry, func() {
-		if p := pl.blocked.takeOne(pod.UID); p != nil && ctx.Err() == nil {
+		// uid is a pod's, or a gang's PodGroup's.
+		if pods := pl.blocked.takeFor(uid); len(pods) > 0 && ctx.Err() == nil {
 			logger := klog.FromContext(ctx)
-			logger.V(4).Info("Requeueing a preemptor refused while a budget's status was behind its pods", "pod", klog.KObj(p))
-			pl.fh.Activate(logger, map[string]*v1.Pod{p.Namespace + "/" + p.Name: p})
+			logger.V(4).Info("Requeueing a preemptor refused while a budget's status was behind its pods", "preemptor", uid, "pods", len(pods))
+			pl.fh.Activate(logger, pods)
 		}
 	})
 }

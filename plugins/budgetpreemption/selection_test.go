@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -46,42 +47,88 @@ type env struct {
 	pl       *BudgetAwarePreemption
 	budgets  *budget.Cache
 	snapshot *internalcache.Snapshot
+	factory  informers.SharedInformerFactory
 }
 
 func newEnv(t testing.TB, args *BudgetAwarePreemptionArgs, nodes []*v1.Node, pods []*v1.Pod, pdbs []*policyv1.PodDisruptionBudget) *env {
+	t.Helper()
+	return buildEnv(t, envSpec{args: args, nodes: nodes, pods: pods, pdbs: pdbs})
+}
+
+// envSpec is what buildEnv builds the plugin on: the pod tests' newEnv and
+// the gang tests' newGangEnv alike.
+type envSpec struct {
+	args  *BudgetAwarePreemptionArgs
+	nodes []*v1.Node
+	// pods are the snapshot's pods; served, when set, the API server's
+	// (from which victims are re-read at reservation) in their place.
+	pods, served []*v1.Pod
+	pdbs         []*policyv1.PodDisruptionBudget
+	// groups are PodGroups, in the API server and the snapshot; with
+	// gangs the plugin runs with the GenericWorkload gate (the caller
+	// sets the process's gate).
+	groups []*schedulingv1beta1.PodGroup
+	gangs  bool
+}
+
+func buildEnv(t testing.TB, s envSpec) *env {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 
+	served := s.served
+	if served == nil {
+		served = s.pods
+	}
 	var objs []runtime.Object
-	for _, p := range pods {
+	for _, p := range served {
 		objs = append(objs, p)
 	}
-	for _, n := range nodes {
+	for _, n := range s.nodes {
 		objs = append(objs, n)
 	}
-	for _, p := range pdbs {
+	for _, p := range s.pdbs {
 		objs = append(objs, p)
+	}
+	for _, g := range s.groups {
+		objs = append(objs, g)
 	}
 	cs := clientsetfake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	snapshot := internalcache.NewSnapshot(pods, nodes)
+	snapshot := internalcache.NewSnapshot(s.pods, s.nodes)
+	var fts feature.Features
+	if s.gangs {
+		snapshot = internalcache.NewTestSnapshotWithPodGroups(s.pods, s.nodes, s.groups)
+		fts.EnableGenericWorkload = true
+	}
 	fw := newFramework(ctx, t, cs, factory, snapshot)
 	bc, err := budget.New(ctx, factory, budget.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	args := s.args
 	if args == nil {
 		args = DefaultArgs()
 	}
-	pl := newPlugin(args, fw, bc, feature.Features{})
+	pl := newPlugin(args, fw, bc, fts)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	if !bc.WaitForCacheSync(ctx) {
 		t.Fatal("budget cache did not sync")
 	}
-	return &env{ctx: ctx, fw: fw, pl: pl, budgets: bc, snapshot: snapshot}
+	return &env{ctx: ctx, fw: fw, pl: pl, budgets: bc, snapshot: snapshot, factory: factory}
+}
+
+// units returns the potential victims on ni as the Evaluator hands them to
+// SelectVictimsOnNode.
+func (e *env) units(t testing.TB, ni fwk.NodeInfo) []*preemption.DomainVictim {
+	t.Helper()
+	vs, err := e.pl.Evaluator.GetVictimsOnNode(e.ctx, ni)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
 }
 
 // newFramework builds a scheduler framework with NodeResourcesFit on cs and
@@ -98,6 +145,7 @@ func newFramework(ctx context.Context, t testing.TB, cs *clientsetfake.Clientset
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
 		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithMutableSnapshotLister(snapshot),
 		frameworkruntime.WithLogger(klog.FromContext(ctx)),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),

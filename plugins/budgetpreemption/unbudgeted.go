@@ -6,35 +6,25 @@ import (
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/util"
-
-	"github.com/budgetguard/budgetguard/plugins/budget"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 )
 
-// mayPreempt reports whether preemptor may take victim at all, whatever its
-// budgets: victim has a lower priority and, when the annotation is
-// honoured, is not marked safe-to-evict "false".
-func (pl *BudgetAwarePreemption) mayPreempt(preemptor, victim *v1.Pod) bool {
-	if corev1helpers.PodPriority(victim) >= corev1helpers.PodPriority(preemptor) {
-		return false
-	}
-	return !pl.args.HonorSafeToEvictAnnotation || !budget.AutoscalerForbidsEviction(victim)
-}
-
-// unbudgetedVictims returns the potential victims of preemptor on nodeInfo,
-// in the node's order, when no budget covers any of them
+// unbudgetedVictims returns the units preemptor may take among units, in
+// their order, when no budget covers any of their pods
 // (budget.Cache.Covered); ok is false as soon as one is covered. It asks the
 // cache one lookup a pod and decides nothing.
-func (pl *BudgetAwarePreemption) unbudgetedVictims(preemptor *v1.Pod, nodeInfo fwk.NodeInfo) (potential []fwk.PodInfo, ok bool) {
-	for _, pi := range nodeInfo.GetPods() {
-		p := pi.GetPod()
-		if !pl.mayPreempt(preemptor, p) {
+func (pl *BudgetAwarePreemption) unbudgetedVictims(preemptor *v1.Pod, units []*preemption.DomainVictim) (potential []*preemption.DomainVictim, ok bool) {
+	prio := corev1helpers.PodPriority(preemptor)
+	for _, v := range units {
+		if !pl.mayTake(prio, v) {
 			continue
 		}
-		if pl.budgets.Covered(p) {
-			return nil, false
+		for _, pi := range v.Pods() {
+			if pl.budgets.Covered(pi.GetPod()) {
+				return nil, false
+			}
 		}
-		potential = append(potential, pi)
+		potential = append(potential, v)
 	}
 	return potential, true
 }
@@ -47,13 +37,13 @@ func (pl *BudgetAwarePreemption) unbudgetedVictims(preemptor *v1.Pod, nodeInfo f
 // decisions: every potential victim off the node, then back, most important
 // first, where the preemptor still fits. The victims come out most
 // important first, as the full path sorts them; the count is 0.
-func (t *nodeTrial) reprieveUnbudgeted(potential []fwk.PodInfo) ([]*v1.Pod, int, *fwk.Status) {
+func (t *nodeTrial) reprieveUnbudgeted(potential []*preemption.DomainVictim) ([]*v1.Pod, int, *fwk.Status) {
 	if len(potential) == 0 {
 		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "No preemption victims found for incoming pod")
 	}
 	decisionsTotal.WithLabelValues("free", "").Add(float64(len(potential)))
-	for _, pi := range potential {
-		if err := t.remove(pi); err != nil {
+	for _, v := range potential {
+		if err := t.remove(v); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
 	}
@@ -63,20 +53,20 @@ func (t *nodeTrial) reprieveUnbudgeted(potential []fwk.PodInfo) ([]*v1.Pod, int,
 	// Stable, with the full path's comparison, so that pods of equal
 	// importance keep the node's order there and here alike.
 	sort.SliceStable(potential, func(i, j int) bool {
-		return util.MoreImportantPod(potential[i].GetPod(), potential[j].GetPod())
+		return preemption.MoreImportantVictim(potential[i], potential[j])
 	})
 	var victims []*v1.Pod
-	for _, pi := range potential {
-		if err := t.add(pi); err != nil {
+	for _, v := range potential {
+		if err := t.add(v); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
 		if t.fits().IsSuccess() {
 			continue
 		}
-		if err := t.remove(pi); err != nil {
+		if err := t.remove(v); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
-		victims = append(victims, pi.GetPod())
+		victims = append(victims, victimPods(v)...)
 	}
 	// An earlier dry run of the node may have recorded expendable victims.
 	expendableFrom(t.state).add(t.nodeInfo.Node().Name, victims, nil)

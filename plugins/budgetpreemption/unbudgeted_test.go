@@ -137,14 +137,14 @@ func TestUnbudgetedNodeReprievedAsUpstream(t *testing.T) {
 				e := newEnv(t, args, n1, tc.pods, tc.pdbs)
 				p := tc.preemptor
 				state, nodeInfos := e.preFilter(t, p)
-				if _, ok := e.pl.unbudgetedVictims(p, nodeInfos[0]); !ok {
+				if _, ok := e.pl.unbudgetedVictims(p, e.units(t, nodeInfos[0])); !ok {
 					t.Fatal("unbudgetedVictims: a potential victim is covered; want none")
 				}
 				fast := e.selectOnNode(t, p, func(state fwk.CycleState, ni fwk.NodeInfo) ([]*v1.Pod, int, *fwk.Status) {
-					return e.pl.SelectVictimsOnNode(e.ctx, state, p, ni, nil)
+					return e.pl.SelectVictimsOnNode(e.ctx, state, p, ni, e.units(t, ni), nil)
 				})
 				full := e.selectOnNode(t, p, func(state fwk.CycleState, ni fwk.NodeInfo) ([]*v1.Pod, int, *fwk.Status) {
-					return e.pl.selectDeciding(e.ctx, state, p, ni)
+					return e.pl.selectDeciding(e.ctx, state, p, ni, e.units(t, ni))
 				})
 				if diff := cmp.Diff(tc.want, fast); diff != "" {
 					t.Errorf("SelectVictimsOnNode (-want,+got):\n%s", diff)
@@ -158,7 +158,7 @@ func TestUnbudgetedNodeReprievedAsUpstream(t *testing.T) {
 					t.Fatal(err)
 				}
 				dp := upstreamPreemption(t, e)
-				up := nodeVictimsOf(dp.SelectVictimsOnNode(e.ctx, state, p, nodeInfos[0].Snapshot(), all))
+				up := nodeVictimsOf(dp.SelectVictimsOnNode(e.ctx, state, p, nodeInfos[0].Snapshot(), e.units(t, nodeInfos[0]), all))
 				wantUp := tc.want
 				if tc.wantUpstream != nil {
 					wantUp = *tc.wantUpstream
@@ -212,11 +212,11 @@ func TestCoveredPodTakesTheFullPath(t *testing.T) {
 			}
 			p := tc.preemptor
 			_, nodeInfos := e.preFilter(t, p)
-			if _, ok := e.pl.unbudgetedVictims(p, nodeInfos[0]); ok {
+			if _, ok := e.pl.unbudgetedVictims(p, e.units(t, nodeInfos[0])); ok {
 				t.Fatal("unbudgetedVictims: no potential victim covered; want web-0 covered")
 			}
 			got := e.selectOnNode(t, p, func(state fwk.CycleState, ni fwk.NodeInfo) ([]*v1.Pod, int, *fwk.Status) {
-				return e.pl.SelectVictimsOnNode(e.ctx, state, p, ni, nil)
+				return e.pl.SelectVictimsOnNode(e.ctx, state, p, ni, e.units(t, ni), nil)
 			})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("SelectVictimsOnNode (-want,+got):\n%s", diff)

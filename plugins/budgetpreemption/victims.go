@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -29,20 +31,42 @@ type nodeTrial struct {
 	evals     int
 }
 
-func (t *nodeTrial) remove(pi fwk.PodInfo) error {
-	if err := t.nodeInfo.RemovePod(t.logger, pi.GetPod()); err != nil {
-		return err
-	}
-	if s := t.pl.fh.RunPreFilterExtensionRemovePod(t.ctx, t.state, t.preemptor, pi, t.nodeInfo); !s.IsSuccess() {
-		return s.AsError()
+// remove takes the pods of v off the trial: off the node when they run on
+// it; a group's pods on other nodes only through the PreFilter extensions,
+// with their own node, as upstream does (their NodeInfo is shared, and the
+// filters run on this node only).
+func (t *nodeTrial) remove(v *preemption.DomainVictim) error {
+	for _, pi := range v.Pods() {
+		p := pi.GetPod()
+		ni := unitNode(v, t.nodeInfo, p)
+		if ni == t.nodeInfo {
+			if err := t.nodeInfo.RemovePod(t.logger, p); err != nil {
+				return err
+			}
+		}
+		if ni == nil {
+			continue
+		}
+		if s := t.pl.fh.RunPreFilterExtensionRemovePod(t.ctx, t.state, t.preemptor, pi, ni); !s.IsSuccess() {
+			return s.AsError()
+		}
 	}
 	return nil
 }
 
-func (t *nodeTrial) add(pi fwk.PodInfo) error {
-	t.nodeInfo.AddPodInfo(pi)
-	if s := t.pl.fh.RunPreFilterExtensionAddPod(t.ctx, t.state, t.preemptor, pi, t.nodeInfo); !s.IsSuccess() {
-		return s.AsError()
+// add puts the pods of v back, as remove took them.
+func (t *nodeTrial) add(v *preemption.DomainVictim) error {
+	for _, pi := range v.Pods() {
+		ni := unitNode(v, t.nodeInfo, pi.GetPod())
+		if ni == t.nodeInfo {
+			t.nodeInfo.AddPodInfo(pi)
+		}
+		if ni == nil {
+			continue
+		}
+		if s := t.pl.fh.RunPreFilterExtensionAddPod(t.ctx, t.state, t.preemptor, pi, ni); !s.IsSuccess() {
+			return s.AsError()
+		}
 	}
 	return nil
 }
@@ -87,7 +111,7 @@ func (s *victimSearch) planFor(idx []int) (*budget.Plan, []budget.Decision, *bud
 	plan := s.pl.budgets.NewPlan(s.op)
 	ds := make([]budget.Decision, 0, len(idx))
 	for _, i := range idx {
-		d := plan.Add(s.pods[i].pi.GetPod())
+		d := s.pl.addVictim(plan, s.pods[i].v)
 		if !d.Allowed {
 			return plan, ds, &d
 		}
@@ -101,7 +125,7 @@ func (s *victimSearch) planFor(idx []int) (*budget.Plan, []budget.Decision, *bud
 func (s *victimSearch) allowed() bool {
 	plan := s.pl.budgets.NewPlan(s.op)
 	for _, i := range s.path {
-		if d := plan.Add(s.pods[i].pi.GetPod()); !d.Allowed {
+		if d := s.pl.addVictim(plan, s.pods[i].v); !d.Allowed {
 			if s.denial == nil {
 				s.denial = &d
 			}
@@ -143,7 +167,7 @@ func (s *victimSearch) visit(i int) error {
 	}
 
 	// Keep pods[i].
-	if err := s.add(s.pods[i].pi); err != nil {
+	if err := s.add(s.pods[i].v); err != nil {
 		return err
 	}
 	if s.fits().IsSuccess() {
@@ -151,7 +175,7 @@ func (s *victimSearch) visit(i int) error {
 			return err
 		}
 	}
-	if err := s.remove(s.pods[i].pi); err != nil {
+	if err := s.remove(s.pods[i].v); err != nil {
 		return err
 	}
 	if s.limited || s.lastVictim() {
@@ -184,13 +208,13 @@ func (s *victimSearch) visit(i int) error {
 // restFits reports whether the preemptor fits with pods[i:] kept too.
 func (s *victimSearch) restFits(i int) (bool, error) {
 	for _, pv := range s.pods[i:] {
-		if err := s.add(pv.pi); err != nil {
+		if err := s.add(pv.v); err != nil {
 			return false, err
 		}
 	}
 	fits := s.fits().IsSuccess()
 	for _, pv := range s.pods[i:] {
-		if err := s.remove(pv.pi); err != nil {
+		if err := s.remove(pv.v); err != nil {
 			return false, err
 		}
 	}
@@ -241,7 +265,7 @@ func (pl *BudgetAwarePreemption) selectWithinBudgets(t *nodeTrial, op budget.Ope
 	}
 	for i, pv := range spending {
 		if !isVictim[i] {
-			if err := t.add(pv.pi); err != nil {
+			if err := t.add(pv.v); err != nil {
 				return nil, 0, fwk.AsStatus(err)
 			}
 		}
@@ -259,30 +283,30 @@ func (pl *BudgetAwarePreemption) selectWithinBudgets(t *nodeTrial, op budget.Ope
 	}
 	out := make([]*v1.Pod, 0, len(s.best)+len(free))
 	for _, i := range s.best {
-		out = append(out, spending[i].pi.GetPod())
+		out = append(out, victimPods(spending[i].v)...)
 	}
 	for _, pv := range free {
-		if err := t.add(pv.pi); err != nil {
+		if err := t.add(pv.v); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
 		if t.fits().IsSuccess() {
 			continue
 		}
-		if err := t.remove(pv.pi); err != nil {
+		if err := t.remove(pv.v); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
 		if pv.expendable {
-			out = append(out, pv.pi.GetPod())
+			out = append(out, victimPods(pv.v)...)
 			continue
 		}
-		d := plan.Add(pv.pi.GetPod())
+		d := s.pl.addVictim(plan, pv.v)
 		if !d.Allowed {
 			return blocked(&d)
 		}
 		if len(d.Spends) > 0 {
 			nSpending++
 		}
-		out = append(out, pv.pi.GetPod())
+		out = append(out, victimPods(pv.v)...)
 	}
 	return out, nSpending, fwk.NewStatus(fwk.Success)
 }
@@ -369,13 +393,13 @@ func denialOf(denied []potentialVictim, ref budget.BudgetRef) (budget.Denial, bo
 // and puts them back.
 func (t *nodeTrial) fitsWithout(pods []potentialVictim) (bool, error) {
 	for _, pv := range pods {
-		if err := t.remove(pv.pi); err != nil {
+		if err := t.remove(pv.v); err != nil {
 			return false, err
 		}
 	}
 	fits := t.fits().IsSuccess()
 	for _, pv := range pods {
-		if err := t.add(pv.pi); err != nil {
+		if err := t.add(pv.v); err != nil {
 			return false, err
 		}
 	}

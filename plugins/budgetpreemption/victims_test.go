@@ -202,7 +202,7 @@ func TestSelectVictimsMatchesOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			victims, count, status := e.pl.SelectVictimsOnNode(e.ctx, state.Clone(), preemptor, ni.Snapshot(), nil)
+			victims, count, status := e.pl.SelectVictimsOnNode(e.ctx, state.Clone(), preemptor, ni.Snapshot(), e.units(t, ni), nil)
 
 			exists, minSpending := c.oracle()
 			if exists == status.IsSuccess() {

@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
@@ -25,7 +25,7 @@ import (
 
 // gangGates are the feature gates of workload-aware (gang) preemption,
 // given to kube-apiserver and to the shipped scheduler alike.
-const gangGates = "--feature-gates=GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
+var gangGates = testenv.FeatureGates(testenv.GangGate)
 
 // TestShippedGangPreemption runs the shipped scheduler binary with the
 // chart's config and RBAC and the gang gates on: a PodGroup that needs more
@@ -37,7 +37,7 @@ func TestShippedGangPreemption(t *testing.T) {
 	dir := t.TempDir()
 	buildBinaries(t, filepath.Join(dir, "bin"))
 	opts := sandbox.DefaultOptions()
-	opts.APIServerFlags = []string{"--authorization-mode=RBAC", "--runtime-config=scheduling.k8s.io/v1alpha2=true", gangGates}
+	opts.APIServerFlags = []string{"--authorization-mode=RBAC", testenv.PodGroupAPI, gangGates}
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -76,10 +76,10 @@ func TestShippedGangPreemption(t *testing.T) {
 	// The Priority admission plugin reads PriorityClasses from an informer:
 	// a new one may not be there yet.
 	testenv.WaitFor(t, testenv.DefaultWait, "PodGroup train created", func(ctx context.Context) (bool, error) {
-		_, err := cp.Client.SchedulingV1alpha2().PodGroups(ns).Create(ctx, &schedulingv1alpha2.PodGroup{
+		_, err := cp.Client.SchedulingV1beta1().PodGroups(ns).Create(ctx, &schedulingv1beta1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Name: "train"},
-			Spec: schedulingv1alpha2.PodGroupSpec{
-				SchedulingPolicy:  schedulingv1alpha2.PodGroupSchedulingPolicy{Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: 3}},
+			Spec: schedulingv1beta1.PodGroupSpec{
+				SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}},
 				PriorityClassName: high,
 			},
 		}, metav1.CreateOptions{})
@@ -163,8 +163,8 @@ func TestShippedGangPreemption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), "Pod groups preempt through BudgetAwarePreemption") {
-		t.Errorf("the scheduler's log does not say that pod groups preempt through BudgetAwarePreemption")
+	if !strings.Contains(string(data), "BudgetAwarePreemption@podGroupPostFilter") {
+		t.Errorf("the scheduler's log does not say that pod groups preempt through BudgetAwarePreemption (plugins=...BudgetAwarePreemption@podGroupPostFilter)")
 	}
 	t.Logf("PodGroup train (%s) preempted within its budget", pgUID)
 }

@@ -96,8 +96,11 @@ type churnResult struct {
 	// descheduler the descheduler.
 	evictor, descheduler *evictionCounter
 	flaps, edits, waves  int64
-	preemptorsBound      int64
-	rolls                int64
+	// gangWaves, gangsBound: the waves that were pod groups (-gangs), and
+	// those whose every pod was bound.
+	gangWaves, gangsBound int64
+	preemptorsBound       int64
+	rolls                 int64
 	// faults is the fault mode's injector (nil without it);
 	// notSynced counts budgetguard's refusals because its cache was not
 	// synced, by component.
@@ -193,7 +196,7 @@ func (r *churnResult) summary() string {
 	fmt.Fprintf(&b, "churn in %s over %s: %d budgets, %d disruptions by actor %v\n", r.ns, r.elapsed.Round(time.Second), r.budgets, len(r.res.Disruptions), sortedMap(r.disruptionsBy()))
 	fmt.Fprintf(&b, "API refusals by actor/code %v; 429s: direct evictor %d, descheduler %d, scheduler %d\n", sortedMap(r.refusalsBy()),
 		r.evictor.Count(http.StatusTooManyRequests), r.descheduler.Count(http.StatusTooManyRequests), r.refusalsBy()["scheduler/429"])
-	fmt.Fprintf(&b, "preemption waves %d (preemptors bound %d), readiness flaps %d, budget edits %d, rollouts %d\n", r.waves, r.preemptorsBound, r.flaps, r.edits, r.rolls)
+	fmt.Fprintf(&b, "preemption waves %d (preemptors bound %d; gangs %d, bound whole %d), readiness flaps %d, budget edits %d, rollouts %d\n", r.waves, r.preemptorsBound, r.gangWaves, r.gangsBound, r.flaps, r.edits, r.rolls)
 	if r.faults != nil {
 		fmt.Fprintf(&b, "faults injected: %s; refusals because the budget cache was not synced: scheduler %.0f, descheduler %.0f\n", r.faults, r.notSynced[0], r.notSynced[1])
 	}
@@ -328,6 +331,8 @@ type churn struct {
 	seen   map[types.UID]bool
 
 	flaps, edits, waves, bound, rolls atomic.Int64
+	// gangs counts the pod groups of the churn (-gangs).
+	gangs gangCounts
 }
 
 // runChurn sets the churn up, runs every actor until cfg says stop, stops
@@ -409,6 +414,9 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 		c.apps = append(c.apps, name)
 		tmpl := testobj.MakePod().Label("app", name).Label("churn", "app").PriorityClass(c.low).GracePeriod(0).
 			SchedulerName(c.scheds[i%2]).OnNodes(c.nodes...).Container("app", cfg.podCPU).Template()
+		if *gangs && i == cfg.apps-1 && i >= cfg.pubApps {
+			c.groupApp(t, name, &tmpl)
+		}
 		env.CreateReplicaSet(t, c.ns, testobj.MakeReplicaSet().Name(name).Replicas(int32(cfg.replicas)).Template(tmpl))
 		if i < cfg.pubApps {
 			c.pubApps = append(c.pubApps, name)
@@ -514,6 +522,7 @@ func runChurn(t *testing.T, cfg churnConfig) *churnResult {
 	}
 	out := &churnResult{ns: c.ns, elapsed: elapsed, evictor: evictor, descheduler: descheduler,
 		flaps: c.flaps.Load(), edits: c.edits.Load(), waves: c.waves.Load(), preemptorsBound: c.bound.Load(), rolls: c.rolls.Load(),
+		gangWaves: c.gangs.waves.Load(), gangsBound: c.gangs.bound.Load(),
 		faults: inj, notSynced: [2]float64{schedAfter - schedBefore, deschedAfter - deschedBefore}}
 	out.res.Disruptions = slices.DeleteFunc(res.Disruptions, func(d audit.Disruption) bool { return d.Namespace != c.ns })
 	out.res.Refusals = slices.DeleteFunc(res.Refusals, func(r audit.Refusal) bool { return r.Namespace != c.ns })
@@ -595,23 +604,34 @@ func (c *churn) preemptionWaves(ctx context.Context, rng *rand.Rand) {
 	for wave := 0; ctx.Err() == nil; wave++ {
 		c.waves.Add(1)
 		var names []string
-		for i := range c.cfg.waveSize {
-			name := fmt.Sprintf("preemptor-%d-%d", wave, i)
-			pod := testobj.MakePod().Name(name).Label("role", "preemptor").SchedulerName(c.scheds[rng.IntN(2)]).
-				PriorityClass(c.high).GracePeriod(0).OnNodes(c.nodes...).Container("app", c.cfg.preemptorCPU).Obj()
-			if _, err := c.runner.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{}); err == nil {
-				names = append(names, name)
+		gang := ""
+		if *gangs && wave%2 == 1 {
+			gang, names = c.createGang(ctx, rng, wave)
+		}
+		if gang == "" {
+			for i := range c.cfg.waveSize {
+				name := fmt.Sprintf("preemptor-%d-%d", wave, i)
+				pod := testobj.MakePod().Name(name).Label("role", "preemptor").SchedulerName(c.scheds[rng.IntN(2)]).
+					PriorityClass(c.high).GracePeriod(0).OnNodes(c.nodes...).Container("app", c.cfg.preemptorCPU).Obj()
+				if _, err := c.runner.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{}); err == nil {
+					names = append(names, name)
+				}
 			}
 		}
 		sleep(ctx, rng, c.cfg.waveHold)
 		// Deleting them is the runner's business, not a disruption: the
 		// context may be over.
 		bg := context.WithoutCancel(ctx)
+		bound := 0
 		for _, name := range names {
 			if p, err := c.runner.CoreV1().Pods(c.ns).Get(bg, name, metav1.GetOptions{}); err == nil && p.Spec.NodeName != "" {
 				c.bound.Add(1)
+				bound++
 			}
 			_ = c.runner.CoreV1().Pods(c.ns).Delete(bg, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+		if gang != "" {
+			c.deleteGang(bg, gang, bound, len(names))
 		}
 		if !sleep(ctx, rng, c.cfg.waveHold/2) {
 			return

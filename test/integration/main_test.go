@@ -66,6 +66,9 @@ func run(m *testing.M) int {
 	auditLog = logPath
 	opts := sandbox.DefaultOptions()
 	opts.Verbose = *verbose
+	if *gangs {
+		flags = append(flags, gangAPIServerFlags()...)
+	}
 	opts.APIServerFlags = flags
 	opts.SimulatePUBStatus = true
 	opts.PUBStatusSelector = labels.SelectorFromSet(labels.Set{simulatedPUBLabel: "true"})

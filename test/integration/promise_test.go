@@ -121,6 +121,16 @@ func promiseAllActors(t *testing.T, seed int64, withFaults bool) {
 	if pubDisruptions == 0 {
 		t.Error("no pod under a PUB was disrupted")
 	}
+	if *gangs {
+		// Whether a gang binds depends on the budgets and the machine's
+		// pace (a victim changed under a busy informer is a 409, and the
+		// gang tries again): logged, not asserted. That gangs preempt at
+		// all is test/integration/gang's and test/e2e's business.
+		t.Logf("gang waves %d, bound whole %d", r.gangWaves, r.gangsBound)
+		if r.gangWaves == 0 {
+			t.Error("with -gangs, no gang wave ran")
+		}
+	}
 	by := r.disruptionsBy()
 	for _, actor := range []string{"scheduler", "descheduler", "direct-evictor"} {
 		if by[actor] == 0 {

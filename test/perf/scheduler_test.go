@@ -23,7 +23,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedperf "k8s.io/kubernetes/test/integration/scheduler_perf"
-	"k8s.io/kubernetes/test/utils/ktesting"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	"github.com/budgetguard/budgetguard/internal/perfconfig"
 	"github.com/budgetguard/budgetguard/plugins/budgetpreemption"

@@ -137,6 +137,11 @@ profiles:
       - name: BudgetAwarePreemption
       disabled:
       - name: DefaultPreemption
+    podGroupPostFilter:
+      enabled:
+      - name: BudgetAwarePreemption
+      disabled:
+      - name: DefaultPreemption
   pluginConfig:
   - name: BudgetAwarePreemption
     {{- with .Values.scheduler.pluginArgs }}

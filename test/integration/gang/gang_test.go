@@ -1,11 +1,14 @@
-// Package gang tests workload-aware (gang) preemption within budgets on the
-// in-process control plane, with the GenericWorkload, GangScheduling and
-// WorkloadAwarePreemption feature gates on and scheduling.k8s.io/v1alpha2
-// served: a real kube-apiserver, the real disruption controller and a real
-// kube-scheduler whose profile runs BudgetAwarePreemption in place of
-// DefaultPreemption, as cmd/scheduler builds it. The gates are
-// process-wide, so these tests have their own control plane (package
-// integration runs with them off).
+// Package gang tests what Kubernetes 1.37's scheduler gates add to
+// preemption, within budgets, on the in-process control plane: workload-aware
+// (gang) preemption (the GenericWorkload gate, scheduling.k8s.io/v1beta1
+// served) and preemption for a deferred in-place resize (the
+// InPlacePodVerticalScalingSchedulerPreemption gate, resize_test.go). A real
+// kube-apiserver, the real disruption controller and a real kube-scheduler
+// whose profile runs BudgetAwarePreemption in place of DefaultPreemption at
+// postFilter and podGroupPostFilter, as the shipped profile does. The gates
+// are process-wide, so these tests have their own control plane (package
+// integration runs with them off, and its promise tests once more with
+// -gangs).
 package gang
 
 import (
@@ -19,7 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,12 +42,12 @@ var (
 	env     *testenv.Env
 )
 
-// gates are the feature gates gang preemption needs, on kube-apiserver's
-// command line; kube-apiserver's test server copies them into the process's
+// apiServerFlags serve the PodGroup API and turn on the feature gates of
+// gang preemption and resize preemption, on kube-apiserver's command line; kube-apiserver's test server copies them into the process's
 // gates, which the scheduler reads.
 var apiServerFlags = []string{
-	"--runtime-config=scheduling.k8s.io/v1alpha2=true",
-	"--feature-gates=GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true",
+	testenv.PodGroupAPI,
+	testenv.FeatureGates(testenv.GangGate, testenv.ResizePreemptionGate),
 }
 
 func TestMain(m *testing.M) {
@@ -108,14 +111,14 @@ func newCluster(t *testing.T, allowed int32) *cluster {
 func (c *cluster) gang(t *testing.T, name string, n int) {
 	t.Helper()
 	ctx := testenv.Context(t)
-	pg := &schedulingv1alpha2.PodGroup{
+	pg := &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns},
-		Spec: schedulingv1alpha2.PodGroupSpec{
-			SchedulingPolicy:  schedulingv1alpha2.PodGroupSchedulingPolicy{Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: int32(n)}},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy:  schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(n)}},
 			PriorityClassName: c.high,
 		},
 	}
-	if _, err := cp.Client.SchedulingV1alpha2().PodGroups(c.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Client.SchedulingV1beta1().PodGroups(c.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create PodGroup %s: %v", name, err)
 	}
 	for i := range n {
@@ -227,11 +230,11 @@ func TestGangRefusedBeyondBudgetNamesIt(t *testing.T) {
 		return false, fmt.Errorf("no %s event on PodGroup train naming %s among %d events", budget.EventPreemptionBlockedByBudget, budgetRef, len(evs.Items))
 	})
 	testenv.WaitFor(t, testenv.DefaultWait, "PodGroup train's PodGroupScheduled condition names "+budgetRef, func(ctx context.Context) (bool, error) {
-		pg, err := cp.Client.SchedulingV1alpha2().PodGroups(c.ns).Get(ctx, "train", metav1.GetOptions{})
+		pg, err := cp.Client.SchedulingV1beta1().PodGroups(c.ns).Get(ctx, "train", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		cond := apimeta.FindStatusCondition(pg.Status.Conditions, schedulingv1alpha2.PodGroupScheduled)
+		cond := apimeta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
 		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, budgetRef) {
 			return false, fmt.Errorf("condition %+v", cond)
 		}
