@@ -14,7 +14,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = $(shell VERSION=$(VERSION) hack/ldflags.sh)
 
-.PHONY: all build demo images chart release test test-unit test-integration soak promise bench perf manifests verify upstream-preemption
+.PHONY: all build demo images chart release test test-unit test-integration soak promise bench perf manifests verify upstream-preemption e2e-node
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -92,6 +92,18 @@ PERF_COUNT ?= 10
 perf:
 	PERF_NODES=$(PERF_NODES) PERF_COUNT=$(PERF_COUNT) hack/perf.sh
 	hack/perf-desched.sh
+
+# budgetguard's release on a real node, offline (docs/e2e-node.md): installs
+# containerd, runc and the CNI plugins from Debian's packages, builds the
+# control plane and the kubelet from the pinned modules and the images
+# (make images), brings a single-node cluster up on addresses of its own,
+# installs the chart with the pinned helm, runs the quick start, a
+# descheduling loop and a short multi-actor run judged by the auditor
+# (./test/e2enode), and tears it all down, checking that the host is as it
+# was. Needs root; not part of make test. hack/e2e-node.sh up|test|down
+# runs one part.
+e2e-node:
+	hack/e2e-node.sh
 
 # Kubernetes' own preemption integration suites, unchanged, against
 # BudgetAwarePreemption under the in-tree name DefaultPreemption
