@@ -141,6 +141,15 @@ down() {
 	return $rc
 }
 
+# One run at a time: two would share the node's addresses and directories,
+# and the second one's teardown would end the first one's node.
+lock=/tmp/bg-e2e-node.lock
+exec 9>"$lock"
+if ! flock -n 9; then
+	say "another e2e-node run holds $lock; wait for it, or end it with hack/e2e-node.sh down once it has exited"
+	exit 1
+fi
+
 case "$what" in
 all)
 	start=$(date +%s)

@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,12 +238,13 @@ func deschedulerRefusals(t *testing.T, e *env) float64 {
 // drain would; the apps' readiness probes flap (the application turns not
 // Ready for 3 s now and then); evicted pods stay Terminating for their
 // shutdown (up to 6 s); replacements turn Ready 2 to 5 s after they start.
+// Halfway, both components' leading processes are killed with SIGKILL.
 // Budgets: minAvailable 2 of 3; maxUnavailable 1 with
 // unhealthyPodEvictionPolicy AlwaysAllow; maxUnavailable 0; maxUnavailable
 // 50 %; and one app under none. The auditor must count disruptions by every
 // actor, and none by budgetguard that broke a budget; and it must charge
-// the control, a delete that breaks max0 on purpose, to its actor. Halfway,
-// both components' leaders are killed; their other replicas take over.
+// the control, a delete that breaks max0 on purpose, to its actor; and
+// after the crashes, new leaders must bind preemptors and evict.
 func testMultiActor(t *testing.T, e *env) {
 	const ns = "churn"
 	seed := time.Now().UnixNano()
@@ -287,10 +290,11 @@ func testMultiActor(t *testing.T, e *env) {
 	counts := map[string]int{}
 	count := func(k string) { mu.Lock(); counts[k]++; mu.Unlock() }
 	var boundAt []time.Time
-	// The leaders die: 30 s in, each component's leading pod is deleted
-	// with no grace period (the kubelet kills its container), and the
-	// other replica must take over and carry on.
-	killed := map[string]string{}
+	// The leaders crash: 30 s in, each component's leading process is
+	// killed with SIGKILL on the node (no SIGTERM, so no Lease released);
+	// the kubelet restarts the container, and whichever replica takes the
+	// Lease once it expires must carry on.
+	killed := map[string]string{} // component: the Lease's holder identity when it was killed
 	var killedAt time.Time
 	wg.Add(1)
 	go func() {
@@ -308,13 +312,18 @@ func testMultiActor(t *testing.T, e *env) {
 			if err != nil || lease.Spec.HolderIdentity == nil {
 				continue
 			}
-			pod, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
-			if err := e.kube.CoreV1().Pods(releaseNS).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err == nil {
-				killed[name] = pod
+			podName, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+			pod, err := e.kube.CoreV1().Pods(releaseNS).Get(ctx, podName, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			// The binary is the image's entrypoint, /scheduler or /descheduler.
+			binary := strings.TrimPrefix(name, "budgetguard-")
+			if n := crash(pod.UID, binary); n > 0 {
+				killed[name] = *lease.Spec.HolderIdentity
 			}
 		}
 	}()
-	// The drain: a random Running pod of the namespace, evicted.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -379,8 +388,8 @@ func testMultiActor(t *testing.T, e *env) {
 			t.Errorf("the auditor counted no disruption by %s: the run did not exercise every actor", c)
 		}
 	}
-	// After the leaders died, their successors: each Lease held by another
-	// pod, the scheduler binding preemptors and the descheduler evicting.
+	// After the leaders died, their successors: each Lease held by a new
+	// process, the scheduler binding preemptors and the descheduler evicting.
 	t.Logf("killed the leaders %v at %s", killed, killedAt.Format(time.TimeOnly))
 	for _, name := range []string{scheduler, descheduler} {
 		if killed[name] == "" {
@@ -391,8 +400,10 @@ func testMultiActor(t *testing.T, e *env) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h := ptr.Deref(lease.Spec.HolderIdentity, ""); strings.HasPrefix(h, killed[name]+"_") || h == "" {
-			t.Errorf("lease %s is still held by %q, the pod killed", name, h)
+		if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h == killed[name] || h == "" {
+			t.Errorf("lease %s is still held by %q, the process killed", name, h)
+		} else {
+			t.Logf("lease %s: %s, then %s", name, killed[name], h)
 		}
 	}
 	after := 0
@@ -437,4 +448,34 @@ func testMultiActor(t *testing.T, e *env) {
 			t.Errorf("%s took %s/%s under pdb max0, which allows nothing", d.Component, d.Namespace, d.Pod)
 		}
 	}
+}
+
+// crash sends SIGKILL to the processes of a pod's containers that run
+// binary, found through /proc (the test runs as root on the node): the
+// process dies as in a crash, with no chance to release its Lease. It
+// returns how many it killed.
+func crash(pod types.UID, binary string) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0]) != binary {
+			continue
+		}
+		cgroup, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !strings.Contains(string(cgroup), string(pod)) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
 }
