@@ -2,8 +2,9 @@
 # The scale benchmarks of test/perf (build tag perf; never part of
 # `make test`). Builds etcd (hack/build-etcd.sh) and the test binary, then
 # runs BenchmarkPerfScheduling at PERF_NODES nodes (upstream's PreemptionBasic
-# and PreemptionAsync unchanged, and budgetguard's PreemptionBasicBudgets,
-# each under DefaultPreemption and BudgetAwarePreemption) PERF_COUNT times,
+# and PreemptionAsync unchanged, and budgetguard's PreemptionBasicBudgets; at
+# 1000 nodes also upstream's PreemptionPodGroupDisruptionMode workloads; each
+# under DefaultPreemption and BudgetAwarePreemption) PERF_COUNT times,
 # one repetition per process, and summarises them with benchstat. Raw output
 # and the summary go to _output/perf/. docs/performance.md has the figures.
 #

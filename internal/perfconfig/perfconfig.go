@@ -12,17 +12,25 @@ import (
 )
 
 // UpstreamPrefix starts a template path in the budgets file that is relative
-// to upstream's misc/ directory rather than to the budgets file, for example
-// "upstream:../templates/pod-high-priority.yaml".
+// to the directory of upstream's workload file (scheduler_perf's
+// default_preemption/ since Kubernetes 1.37) rather than to the budgets
+// file, for example "upstream:../templates/pod-high-priority.yaml".
 const UpstreamPrefix = "upstream:"
 
 // Options says what Generate puts together.
 type Options struct {
-	// UpstreamConfig is upstream's misc/performance-config.yaml.
+	// UpstreamConfig is upstream's workload file of the preemption test
+	// cases (scheduler_perf's default_preemption/performance-config.yaml).
 	UpstreamConfig string
 	// UpstreamTestCases names the upstream test cases taken unchanged, in
 	// this order.
 	UpstreamTestCases []string
+	// UpstreamWorkloads names, for an upstream test case whose workloads
+	// have parameters of their own (not initNodes, initPods and
+	// measurePods), the workloads of upstream's to run as they are: each
+	// gets the labels Label and "nodes-<its initNodes>", and no workload is
+	// added for Nodes. Test cases not named here get one per Nodes size.
+	UpstreamWorkloads map[string][]string
 	// BudgetsConfig is budgetguard's file of budgeted test cases, in
 	// scheduler_perf's format.
 	BudgetsConfig string
@@ -70,6 +78,11 @@ func Generate(o Options) ([]byte, error) {
 	}
 	upstreamDir := filepath.Dir(o.UpstreamConfig)
 
+	for name := range o.UpstreamWorkloads {
+		if !slices.Contains(o.UpstreamTestCases, name) {
+			return nil, fmt.Errorf("perfconfig: UpstreamWorkloads names %q, which is not among UpstreamTestCases", name)
+		}
+	}
 	var out []testCase
 	for _, name := range o.UpstreamTestCases {
 		i := slices.IndexFunc(upstream, func(tc testCase) bool { return tc["name"] == name })
@@ -81,6 +94,13 @@ func Generate(o Options) ([]byte, error) {
 			return nil, err
 		}
 		workloads, _ := tc["workloads"].([]any)
+		if keep, ok := o.UpstreamWorkloads[name]; ok {
+			if err := labelWorkloads(o.UpstreamConfig, name, workloads, keep, o.Label); err != nil {
+				return nil, err
+			}
+			out = append(out, tc)
+			continue
+		}
 		for _, n := range o.Nodes {
 			if n <= 0 {
 				return nil, fmt.Errorf("perfconfig: node count %d is not positive", n)
@@ -116,6 +136,27 @@ func Generate(o Options) ([]byte, error) {
 		tc["metricsCollectorConfig"] = MetricsCollectorConfig
 	}
 	return yaml.Marshal(out)
+}
+
+// labelWorkloads adds label and "nodes-<initNodes>" to the labels of each
+// workload of test case tc named in keep; it fails on a name that is not
+// there, or a workload without an integer initNodes.
+func labelWorkloads(file, tc string, workloads []any, keep []string, label string) error {
+	for _, name := range keep {
+		i := slices.IndexFunc(workloads, func(w any) bool { return w.(map[string]any)["name"] == name })
+		if i < 0 {
+			return fmt.Errorf("%s: test case %q: no workload %q (upstream renamed or removed it)", file, tc, name)
+		}
+		w := workloads[i].(map[string]any)
+		params, _ := w["params"].(map[string]any)
+		nodes, ok := params["initNodes"].(float64)
+		if !ok || nodes != float64(int(nodes)) || nodes <= 0 {
+			return fmt.Errorf("%s: test case %q: workload %q: params.initNodes is not a positive integer", file, tc, name)
+		}
+		labels, _ := w["labels"].([]any)
+		w["labels"] = append(labels, label, fmt.Sprintf("nodes-%d", int(nodes)))
+	}
+	return nil
 }
 
 // readTestCases reads a scheduler_perf workload file and checks its outline:

@@ -35,6 +35,18 @@ const upstreamFile = `
       SchedulerQueueingHints: false
     labels: [integration-test, short]
     params: {initNodes: 5, initPods: 20, measurePods: 5}
+- name: PreemptionPodGroupDisruptionMode
+  featureGates: {GenericWorkload: true}
+  workloadTemplate:
+  - opcode: createNodes
+    countParam: $initNodes
+  workloads:
+  - name: FastTest_NoPodGroup
+    labels: [integration-test, short]
+    params: {initNodes: 2, lowPriorityGroups: 2, disruptionMode: ""}
+  - name: 1000Nodes_1000Candidates_DisruptionAll
+    labels: [performance]
+    params: {initNodes: 1000, lowPriorityGroups: 1000, disruptionMode: all}
 `
 
 const budgetsFile = `
@@ -137,6 +149,37 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
+// A test case whose workloads have parameters of their own runs upstream's
+// workloads as they are, labelled for the size they have; none is added.
+func TestGenerateKeepsUpstreamWorkloads(t *testing.T) {
+	o := tree(t, upstreamFile, budgetsFile)
+	o.UpstreamTestCases = []string{"PreemptionBasic", "PreemptionPodGroupDisruptionMode"}
+	o.UpstreamWorkloads = map[string][]string{"PreemptionPodGroupDisruptionMode": {"1000Nodes_1000Candidates_DisruptionAll"}}
+	data, err := Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := yaml.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[1]["name"] != "PreemptionPodGroupDisruptionMode" {
+		t.Fatalf("want PreemptionBasic, PreemptionPodGroupDisruptionMode and the budgets' test case, got %d: %v", len(got), got)
+	}
+	want := []any{
+		map[string]any{"name": "FastTest_NoPodGroup", "labels": []any{"integration-test", "short"},
+			"params": map[string]any{"initNodes": float64(2), "lowPriorityGroups": float64(2), "disruptionMode": ""}},
+		map[string]any{"name": "1000Nodes_1000Candidates_DisruptionAll", "labels": []any{"performance", "budgetguard", "nodes-1000"},
+			"params": map[string]any{"initNodes": float64(1000), "lowPriorityGroups": float64(1000), "disruptionMode": "all"}},
+	}
+	if diff := cmp.Diff(want, got[1]["workloads"]); diff != "" {
+		t.Errorf("the gang test case's workloads (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"GenericWorkload": true}, got[1]["featureGates"]); diff != "" {
+		t.Errorf("the gang test case's feature gates are not upstream's (-want,+got):\n%s", diff)
+	}
+}
+
 func roundTrip(t *testing.T, v any) any {
 	t.Helper()
 	data, err := yaml.Marshal(v)
@@ -207,6 +250,30 @@ func TestGenerateRefusesMalformedInput(t *testing.T) {
 			name: "no scheduler configuration",
 			edit: func(o *Options) { o.SchedulerConfig = "" },
 			want: "no scheduler configuration",
+		},
+		{
+			name: "kept workload gone",
+			edit: func(o *Options) {
+				o.UpstreamTestCases = append(o.UpstreamTestCases, "PreemptionPodGroupDisruptionMode")
+				o.UpstreamWorkloads = map[string][]string{"PreemptionPodGroupDisruptionMode": {"1000Nodes_Renamed"}}
+			},
+			want: `performance-config.yaml: test case "PreemptionPodGroupDisruptionMode": no workload "1000Nodes_Renamed" (upstream renamed or removed it)`,
+		},
+		{
+			name: "kept workload of a test case not taken",
+			edit: func(o *Options) {
+				o.UpstreamWorkloads = map[string][]string{"PreemptionPodGroupDisruptionMode": {"1000Nodes_1000Candidates_DisruptionAll"}}
+			},
+			want: `UpstreamWorkloads names "PreemptionPodGroupDisruptionMode", which is not among UpstreamTestCases`,
+		},
+		{
+			name:     "kept workload without a size",
+			upstream: strings.Replace(upstreamFile, "{initNodes: 2, lowPriorityGroups: 2", "{lowPriorityGroups: 2", 1),
+			edit: func(o *Options) {
+				o.UpstreamTestCases = append(o.UpstreamTestCases, "PreemptionPodGroupDisruptionMode")
+				o.UpstreamWorkloads = map[string][]string{"PreemptionPodGroupDisruptionMode": {"FastTest_NoPodGroup"}}
+			},
+			want: `test case "PreemptionPodGroupDisruptionMode": workload "FastTest_NoPodGroup": params.initNodes is not a positive integer`,
 		},
 		{
 			name: "bad size",

@@ -38,8 +38,20 @@ var (
 )
 
 // upstreamTestCases are taken unchanged from upstream's
-// misc/performance-config.yaml.
-var upstreamTestCases = []string{"PreemptionBasic", "PreemptionAsync"}
+// default_preemption/performance-config.yaml (misc/ until Kubernetes 1.37).
+// PreemptionBasic and PreemptionAsync get a workload per -perf-nodes size;
+// 1.37's gang test case has parameters of its own, and runs the workloads
+// upstreamWorkloads names as upstream wrote them (1,000 nodes each).
+var (
+	upstreamTestCases = []string{"PreemptionBasic", "PreemptionAsync", "PreemptionPodGroupDisruptionMode"}
+	upstreamWorkloads = map[string][]string{
+		"PreemptionPodGroupDisruptionMode": {
+			"1000Nodes_1000Candidates_NoPodGroup",
+			"1000Nodes_1000Candidates_DisruptionSingle",
+			"1000Nodes_1000Candidates_DisruptionAll",
+		},
+	}
+)
 
 // budgetsNamespace is where budgets.yaml puts the budgeted pods and budgets.
 const budgetsNamespace = "budgets"
@@ -79,7 +91,7 @@ var pluginsUnderTest = []pluginUnderTest{
 // the budgeted workloads report victims and overbudget-victims; measured-pods
 // is the number of pods of the measured phase.
 func BenchmarkPerfScheduling(b *testing.B) {
-	misc := upstreamMisc(b)
+	upstream := upstreamPreemption(b)
 	var nodes []int
 	for _, s := range strings.Split(*perfNodes, ",") {
 		var n int
@@ -91,8 +103,9 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	for _, p := range pluginsUnderTest {
 		b.Run("plugin="+p.name, func(b *testing.B) {
 			data, err := perfconfig.Generate(perfconfig.Options{
-				UpstreamConfig:    filepath.Join(misc, "performance-config.yaml"),
+				UpstreamConfig:    filepath.Join(upstream, "performance-config.yaml"),
 				UpstreamTestCases: upstreamTestCases,
+				UpstreamWorkloads: upstreamWorkloads,
 				BudgetsConfig:     "config/budgets.yaml",
 				SchedulerConfig:   p.schedulerConfig,
 				Nodes:             nodes,
@@ -199,9 +212,10 @@ func installPUBCRD(ctx context.Context, cfg *rest.Config) error {
 	return sandbox.InstallPUBCRD(ctx, ext, client.Discovery())
 }
 
-// upstreamMisc is scheduler_perf's misc/ directory: -scheduler-perf-dir's,
-// or the module cache's copy of the k8s.io/kubernetes that go.mod requires.
-func upstreamMisc(b *testing.B) string {
+// upstreamPreemption is scheduler_perf's default_preemption/ directory:
+// under -scheduler-perf-dir, or the module cache's copy of the
+// k8s.io/kubernetes that go.mod requires.
+func upstreamPreemption(b *testing.B) string {
 	dir := *upstreamDir
 	if dir == "" {
 		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
@@ -210,9 +224,9 @@ func upstreamMisc(b *testing.B) string {
 		}
 		dir = filepath.Join(strings.TrimSpace(string(out)), "test", "integration", "scheduler_perf")
 	}
-	misc := filepath.Join(dir, "misc")
-	if _, err := os.Stat(filepath.Join(misc, "performance-config.yaml")); err != nil {
+	preemption := filepath.Join(dir, "default_preemption")
+	if _, err := os.Stat(filepath.Join(preemption, "performance-config.yaml")); err != nil {
 		b.Fatalf("upstream scheduler_perf: %v", err)
 	}
-	return misc
+	return preemption
 }
