@@ -11,6 +11,7 @@
 #   PERF_NODES=100    100, 500 or 1000 (budgets.yaml has those sizes)
 #   PERF_COUNT=10     repetitions; benchstat wants at least 10
 #   PERF_BENCH=...    the -test.bench pattern (default: BenchmarkPerfScheduling)
+#   PERF_TIMEOUT=3h   one repetition's limit (-test.timeout)
 #
 # Each repetition holds /tmp/bg-heavy.lock while it runs, so that it does not
 # share the machine's cores with another heavy job.
@@ -21,6 +22,7 @@ GO="${GO:-go}"
 PERF_NODES="${PERF_NODES:-100}"
 PERF_COUNT="${PERF_COUNT:-10}"
 PERF_BENCH="${PERF_BENCH:-BenchmarkPerfScheduling}"
+PERF_TIMEOUT="${PERF_TIMEOUT:-3h}"
 LOCK="${PERF_LOCK:-/tmp/bg-heavy.lock}"
 
 out=_output/perf
@@ -58,7 +60,7 @@ for i in $(seq 1 "$PERF_COUNT"); do
 	# A repetition in which a workload fails still reports the others; the
 	# failure's message is in $raw, and the script fails at the end.
 	if ! (cd test/perf && flock -o "$LOCK" ../../_output/perf.test \
-		-test.run '^$' -test.bench "$PERF_BENCH" -test.benchtime 1x -test.count 1 -test.timeout 60m \
+		-test.run '^$' -test.bench "$PERF_BENCH" -test.benchtime 1x -test.count 1 -test.timeout "$PERF_TIMEOUT" \
 		-perf-scheduling-label-filter "budgetguard,nodes-${PERF_NODES}" -perf-nodes "$PERF_NODES" \
 		-data-items-dir "../../$out/data") | pods_per_second | tee -a "$raw" | grep -E '^(Benchmark|--- FAIL|FAIL|ok|PASS)' >&2; then
 		failed="$failed $i"
