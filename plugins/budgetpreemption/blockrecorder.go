@@ -51,9 +51,10 @@ func statusBehind(d budget.Decision) bool {
 }
 
 type blockSummary struct {
-	nodes   int
-	reason  budget.Reason
-	message string
+	nodes    int
+	reason   budget.Reason
+	message  string
+	decision budget.Decision
 }
 
 func (r *blockRecorder) summary() *blockSummary {
@@ -62,7 +63,7 @@ func (r *blockRecorder) summary() *blockSummary {
 	if r.first == nil {
 		return nil
 	}
-	return &blockSummary{nodes: r.nodes, reason: r.first.Reason(), message: r.first.Message()}
+	return &blockSummary{nodes: r.nodes, reason: r.first.Reason(), message: r.first.Message(), decision: *r.first}
 }
 
 func recorderFrom(state fwk.CycleState) *blockRecorder {

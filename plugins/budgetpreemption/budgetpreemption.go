@@ -221,7 +221,7 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		if blocked := rec.summary(); blocked != nil {
 			blockedTotal.WithLabelValues(string(blocked.reason)).Inc()
 			note := fmt.Sprintf("preemption blocked by disruption budgets on %d node(s): %s", blocked.nodes, blocked.message)
-			pl.fh.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", note)
+			pl.blockedEvent(pod, blocked.decision, note)
 			klog.FromContext(ctx).V(2).Info("Preemption blocked by disruption budgets", "pod", klog.KObj(pod), "reason", blocked.reason, "message", blocked.message)
 			msg = strings.TrimSpace(msg + "; " + note)
 		}
@@ -251,9 +251,23 @@ func (pl *BudgetAwarePreemption) notSynced(ctx context.Context, pod *v1.Pod) (*f
 	}
 	msg := fmt.Sprintf("budget cache not synced (%s: %s); the pod is retried once it is", reason, why)
 	blockedTotal.WithLabelValues(reasonCacheNotSynced).Inc()
-	pl.fh.EventRecorder().Eventf(pod, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", msg)
+	pl.blockedEvent(pod, budget.Decision{}, msg)
 	klog.FromContext(ctx).V(2).Info("Preemption refused: the budget cache is not synced", "pod", klog.KObj(pod), "reason", reason, "message", why)
 	return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+msg)
+}
+
+// blockedEvent records EventPreemptionBlockedByBudget on regarding (the
+// preemptor or its PodGroup) with note, and the first budget that refused d
+// as the related object, so that the events library keeps one series per
+// budget instead of folding a refusal into an earlier one's note (see
+// budget.Cache.EventRelated). A refusal by no budget (the cache not synced)
+// has no related object.
+func (pl *BudgetAwarePreemption) blockedEvent(regarding runtime.Object, d budget.Decision, note string) {
+	var related runtime.Object
+	if ref, ok := d.FirstDenied(); ok {
+		related = pl.budgets.EventRelated(ref)
+	}
+	pl.fh.EventRecorder().Eventf(regarding, related, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", note)
 }
 
 // reasonCacheNotSynced labels preemptions refused because the budget cache

@@ -435,7 +435,7 @@ func (pl *BudgetAwarePreemption) groupBlocked(ctx context.Context, g *groupPreem
 	}
 	blockedTotal.WithLabelValues(string(d.Reason())).Inc()
 	note := "gang preemption blocked by disruption budgets: " + d.Message()
-	pl.fh.EventRecorder().Eventf(g.obj, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", note)
+	pl.blockedEvent(g.obj, d, note)
 	klog.FromContext(ctx).V(2).Info("Gang preemption blocked by disruption budgets", "podGroup", klog.KObj(g.obj), "reason", d.Reason(), "message", d.Message())
 	msg := strings.TrimSpace(status.Message() + "; " + note)
 	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+strings.TrimPrefix(msg, "; "))
@@ -451,7 +451,7 @@ func (pl *BudgetAwarePreemption) groupNotSynced(ctx context.Context, g *groupPre
 	}
 	msg := fmt.Sprintf("budget cache not synced (%s: %s); the pod group is retried once it is", reason, why)
 	blockedTotal.WithLabelValues(reasonCacheNotSynced).Inc()
-	pl.fh.EventRecorder().Eventf(g.obj, nil, v1.EventTypeWarning, budget.EventPreemptionBlockedByBudget, "Preempting", msg)
+	pl.blockedEvent(g.obj, budget.Decision{}, msg)
 	klog.FromContext(ctx).V(2).Info("Gang preemption refused: the budget cache is not synced", "podGroup", klog.KObj(g.obj), "reason", reason, "message", why)
 	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+msg)
 }
