@@ -57,10 +57,14 @@ var (
 const budgetsNamespace = "budgets"
 
 // budgetsLabel marks the workloads of budgets.yaml; budgetClasses is the
-// number of budgets per budgetsPerClass (pdb-loose, pdb-tight, pdb-none, pub).
+// number of budgets per budgetsPerClass (pdb-loose, pdb-tight, pdb-none,
+// pub). gangsLabel marks its gang workloads, which have gangBudgetClasses
+// (pdb-gang-none, pdb-gang-tight, pdb-gang-loose).
 const (
-	budgetsLabel  = "budgets"
-	budgetClasses = 4
+	budgetsLabel      = "budgets"
+	budgetClasses     = 4
+	gangsLabel        = "gangs"
+	gangBudgetClasses = 3
 )
 
 type pluginUnderTest struct {
@@ -168,6 +172,10 @@ func prepare(tCtx ktesting.TContext, w *schedperf.Workload) error {
 	if err != nil {
 		return fmt.Errorf("workload %s is labelled %q but: %w", w.Name, budgetsLabel, err)
 	}
+	classes := budgetClasses
+	if slices.Contains(w.Labels, gangsLabel) {
+		classes = gangBudgetClasses
+	}
 	// scheduler_perf's config asks for protobuf, which custom resources
 	// do not speak.
 	jsonCfg := rest.CopyConfig(cfg)
@@ -182,7 +190,7 @@ func prepare(tCtx ktesting.TContext, w *schedperf.Workload) error {
 	}
 	b.Cleanup(func() {
 		s.stop()
-		s.report(b, perClass*budgetClasses)
+		s.report(b, perClass*classes)
 	})
 	return nil
 }
