@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
 )
@@ -40,25 +42,33 @@ func TestEachRefusalEventKeepsItsBudget(t *testing.T) {
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	broadcaster.StartRecordingToSink(e.ctx.Done())
 	t.Cleanup(broadcaster.Shutdown)
-	e.pl.fh = &eventsHandle{Handle: e.fw, rec: broadcaster.NewRecorder(scheme.Scheme, "default-scheduler")}
+	h := &eventsHandle{Handle: e.fw, rec: broadcaster.NewRecorder(scheme.Scheme, "default-scheduler")}
+	e.pl.fh = h
 	e.pl.lifetime = e.ctx
-
-	// A cache whose informers have not listed yet.
 	synced := e.pl.budgets
+
+	// The same scheduler's plugin before its cache had listed: a second
+	// instance on a cache whose informers have not listed, recording
+	// through the same events library (which is where events fold).
 	unsynced, err := budget.New(e.ctx, informers.NewSharedInformerFactory(cs, 0), budget.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.pl.budgets = unsynced
-	if _, status := e.postFilterN1(t, p); status.IsSuccess() || !strings.Contains(status.Message(), "budget cache not synced") {
+	early := newPlugin(DefaultArgs(), h, unsynced, feature.Features{})
+	early.lifetime = e.ctx
+	state, _ := e.preFilter(t, p)
+	m := framework.NewDefaultNodeToStatus()
+	m.Set("n1", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+	if _, status := early.PostFilter(e.ctx, state, p, m); status.IsSuccess() || !strings.Contains(status.Message(), "budget cache not synced") {
 		t.Fatalf("PostFilter with the cache not synced: %v", status)
 	}
-	e.pl.budgets = synced
 	if _, status := e.postFilterN1(t, p); status.IsSuccess() || !strings.Contains(status.Message(), "pdb shop/web:") {
 		t.Fatalf("PostFilter under pdb web: %v; want it refused naming pdb shop/web", status)
 	}
 
-	// web2 replaces web: one disruption allowed of four, as web.
+	// web2 replaces web: one disruption allowed of four, as web. No
+	// PostFilter runs while the cache has seen only part of the change
+	// (with no budget at all the preemptor would preempt).
 	pdbs := cs.PolicyV1().PodDisruptionBudgets(ns)
 	if err := pdbs.Delete(e.ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -69,10 +79,13 @@ func TestEachRefusalEventKeepsItsBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, status := e.postFilterN1(t, p)
-		return !status.IsSuccess() && strings.Contains(status.Message(), "pdb shop/web2:"), nil
+		d := synced.Decide(pods[0], budget.OperationEvict)
+		return len(d.Spends) == 1 && d.Spends[0].Name == "web2", nil
 	}); err != nil {
-		t.Fatalf("PostFilter never refused naming pdb shop/web2: %v", err)
+		t.Fatalf("the budget cache never saw web2 in place of web: %v", err)
+	}
+	if _, status := e.postFilterN1(t, p); status.IsSuccess() || !strings.Contains(status.Message(), "pdb shop/web2:") {
+		t.Fatalf("PostFilter under pdb web2: %v; want it refused naming pdb shop/web2", status)
 	}
 
 	wants := []string{"budget cache not synced", "pdb shop/web:", "pdb shop/web2:"}
