@@ -1,7 +1,10 @@
 package budget
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -27,6 +30,38 @@ func DisruptionPreconditions(pod *v1.Pod) *metav1.Preconditions {
 	p := &metav1.Preconditions{UID: ptr.To(pod.UID)}
 	if !healthyForPUB(pod) && pod.ResourceVersion != "" {
 		p.ResourceVersion = ptr.To(pod.ResourceVersion)
+	}
+	return p
+}
+
+// ChangedOnlyByDisruptionMark reports whether current is the pod decided
+// on, changed since only by another disruptor's mark: the DisruptionTarget
+// condition that the Eviction API and the scheduler's preemption write
+// before they delete a pod, with the resourceVersion and managedFields
+// that write moves. The budgets decide on such a pod exactly as on the one
+// decided on, so a disruption of it that met a conflict with the decided
+// resourceVersion (DisruptionPreconditions) may go again under current's.
+// Any other change (phase, readiness, labels, annotations, a deletion under
+// way, a new pod under the name) is not such, and keeps the conflict.
+func ChangedOnlyByDisruptionMark(decided, current *v1.Pod) bool {
+	if decided.UID != current.UID {
+		return false
+	}
+	return apiequality.Semantic.DeepEqual(withoutDisruptionMark(decided), withoutDisruptionMark(current))
+}
+
+// withoutDisruptionMark is a copy of pod without its DisruptionTarget
+// condition and the metadata every write moves.
+func withoutDisruptionMark(pod *v1.Pod) *v1.Pod {
+	p := pod.DeepCopy()
+	p.TypeMeta = metav1.TypeMeta{}
+	p.ResourceVersion = ""
+	p.ManagedFields = nil
+	p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c v1.PodCondition) bool {
+		return c.Type == v1.DisruptionTarget
+	})
+	if len(p.Status.Conditions) == 0 {
+		p.Status.Conditions = nil
 	}
 	return p
 }

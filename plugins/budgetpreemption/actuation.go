@@ -299,12 +299,7 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 			return pl.notDisrupted(ctx, c, cr, preemptor, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
 		}
 	}
-	if op == budget.OperationDelete {
-		err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
-	} else {
-		err = pl.evictPod(ctx, c, preemptor, victim)
-	}
-	if err == nil {
+	if err = pl.disrupt(ctx, c, preemptor, victim, op, pluginName); err == nil {
 		return nil
 	}
 	cr.r.CancelPod(victim.Namespace, victim.Name)
@@ -330,6 +325,62 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 	klog.FromContext(ctx).V(2).Info("Victim could not be disrupted; the preemptor will be retried", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "code", code, "err", err)
 	pl.abort(eventTarget(preemptor, preemptorPod), victim, budget.EventPreemptionEvictionFailed, err.Error()+"; the preemptor will be retried")
 	return err
+}
+
+// disruptAttempts bounds how often disrupt sends one victim's disruption:
+// each further attempt follows a conflict with another disruptor's mark.
+const disruptAttempts = 3
+
+// disrupt evicts or deletes victim (op) as it was decided on. Both carry
+// preconditions (budget.DisruptionPreconditions, deleteVictim), so a victim
+// that changed since answers 409. Another preemption or eviction that took
+// the same victim first is the usual cause: several candidates share a
+// victim when a whole PodGroup goes, and the Eviction API and the
+// scheduler's preemption mark a pod (DisruptionTarget) before they delete
+// it. So on a conflict the victim is read again from the API server:
+//   - gone, made again under its name, or terminating: it is going anyway,
+//     and counts as gone, as a 404 does (upstream's Executor skips a
+//     terminating victim too);
+//   - changed only by such a mark (budget.ChangedOnlyByDisruptionMark): it
+//     is the pod the budgets decided on, and goes under its new
+//     resourceVersion;
+//   - changed otherwise (it turned Ready, was relabelled): the conflict
+//     stands, and the candidate aborts; the next cycle decides again.
+//
+// Before, every conflict aborted the candidate, and upstream's Executor
+// cancelled the candidate's other requests in flight: a delete cancelled
+// between its two writes leaves a pod terminating that only a kubelet
+// finishes, and preemptors nominated to its node wait for it.
+func (pl *BudgetAwarePreemption) disrupt(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, op budget.Operation, pluginName string) error {
+	decided := victim
+	for attempt := 1; ; attempt++ {
+		var err error
+		if op == budget.OperationDelete {
+			err = pl.deletePod(ctx, c, preemptor, victim, pluginName)
+		} else {
+			err = pl.evictPod(ctx, c, preemptor, victim)
+		}
+		if !apierrors.IsConflict(err) || attempt == disruptAttempts {
+			return err
+		}
+		logger := klog.FromContext(ctx).WithValues("preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim), "node", c.Name())
+		current, getErr := pl.fh.ClientSet().CoreV1().Pods(victim.Namespace).Get(ctx, victim.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(getErr) || (getErr == nil && current.UID != decided.UID):
+			logger.V(2).Info("Victim is already gone")
+			return nil
+		case getErr != nil:
+			logger.V(2).Info("Victim could not be read again after a conflict", "err", getErr)
+			return err
+		case current.DeletionTimestamp != nil:
+			logger.V(2).Info("Victim is already terminating")
+			return nil
+		case !budget.ChangedOnlyByDisruptionMark(decided, current):
+			return err
+		}
+		logger.V(2).Info("Victim was marked by another disruptor since it was decided on; disrupting it at its new resourceVersion", "resourceVersion", current.ResourceVersion)
+		victim = current
+	}
 }
 
 // recheck checks victim against the live count of its budgets just before

@@ -29,8 +29,10 @@ import (
 //     returned as preconditions, so a pod that changed in between, or a new
 //     pod of the same name, is never deleted in its place.
 //
-// A conflict aborts the candidate like any refused victim; the next cycle
-// decides again on the new state.
+// A conflict is looked at again (disrupt, in actuation.go): a victim
+// already going counts as gone, one only marked by another disruptor goes
+// under its new resourceVersion, and any other change aborts the candidate
+// like a refused victim; the next cycle decides again on the new state.
 
 // current returns victim as the pod informer holds it now, or nil when it is
 // gone: deleted, or replaced by a pod of the same name.
