@@ -107,11 +107,17 @@ type Cache struct {
 	// them (live.go); podLister lists a namespace's pods to count again.
 	live      *liveIndex
 	podLister corelisters.PodLister
-	// podsSynced reports whether the pod informer has delivered its
-	// initial list to the Cache; liveOn latches it. Until then the live
-	// count is partial and decisions use the status alone.
-	podsSynced func() bool
-	liveOn     atomic.Bool
+	// liveOn turns on once every informer has delivered its initial list
+	// and every pod was counted (countAllOnce); until then the live count
+	// is partial and decisions use the status alone.
+	liveOn atomic.Bool
+	// firstCount counts every pod against every budget once all the
+	// informers have delivered their initial lists (countAllOnce);
+	// recountsOn turns on the event handlers' recounts then. recounts is
+	// how many recounts ran (for tests).
+	firstCount sync.Once
+	recountsOn atomic.Bool
+	recounts   atomic.Int64
 }
 
 // New registers the Cache's informers on factory (and on
@@ -177,19 +183,21 @@ func New(ctx context.Context, factory informers.SharedInformerFactory, opts Opti
 		c.pubs.Store(pubOff)
 		c.logger.V(2).Info("PodUnavailableBudget support is off: no Kruise informer factory or v1beta1 client given")
 	}
-	for i, x := range handlers {
+	for _, x := range handlers {
 		reg, err := x.inf.AddEventHandler(x.h)
 		if err != nil {
 			return nil, fmt.Errorf("budget cache: adding event handler: %w", err)
 		}
 		c.synced = append(c.synced, reg.HasSynced)
-		if i == 0 {
-			c.podsSynced = reg.HasSynced
-		}
 	}
 	if pubSource {
 		c.followPUBAPI(ctx, opts)
 	}
+	go func() {
+		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			return c.countAllOnce(), nil
+		})
+	}()
 	return c, nil
 }
 

@@ -50,7 +50,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 		c.mu.Unlock()
 		c.ledger.budgetDeleted(k)
 		c.live.coverageChanged(pdb.Namespace)
-		c.recount(pdb.Namespace)
+		c.recountChanged(pdb.Namespace)
 		c.live.forget(k)
 		return
 	}
@@ -81,7 +81,7 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 	c.ledger.budgetStatusChanged(k, pdb.Status.CurrentHealthy, pdb.Status.DisruptedPods)
 	if covers {
 		c.live.coverageChanged(pdb.Namespace)
-		c.recount(pdb.Namespace)
+		c.recountChanged(pdb.Namespace)
 	}
 }
 
@@ -120,14 +120,14 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 	if deleted {
 		c.ledger.budgetDeleted(k)
 		c.live.coverageChanged(pub.Namespace)
-		c.recount(pub.Namespace)
+		c.recountChanged(pub.Namespace)
 		c.live.forget(k)
 		return
 	}
 	c.ledger.budgetStatusChanged(k, pub.Status.CurrentAvailable, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
 	if old == nil || !pubCoverageSame(old, pub) {
 		c.live.coverageChanged(pub.Namespace)
-		c.recount(pub.Namespace)
+		c.recountChanged(pub.Namespace)
 	}
 }
 

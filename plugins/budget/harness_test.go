@@ -52,6 +52,9 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The handlers recount as after the initial lists (countAllOnce),
+	// which the harness's unstarted informers never deliver.
+	c.recountsOn.Store(true)
 	return &harness{t: t, clock: clk, factory: factory, c: c}
 }
 

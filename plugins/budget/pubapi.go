@@ -241,15 +241,7 @@ func (c *Cache) HasSynced() bool {
 	if c.pubs.Load() == pubUnknown {
 		return false
 	}
-	c.syncMu.Lock()
-	synced := c.synced
-	c.syncMu.Unlock()
-	for _, s := range synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
+	return c.countAllOnce()
 }
 
 // NotSynced says why the Cache is not synced: a reason (NotSyncedDiscovery,
