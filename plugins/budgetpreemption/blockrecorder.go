@@ -52,8 +52,6 @@ func statusBehind(d budget.Decision) bool {
 
 type blockSummary struct {
 	nodes    int
-	reason   budget.Reason
-	message  string
 	decision budget.Decision
 }
 
@@ -63,7 +61,7 @@ func (r *blockRecorder) summary() *blockSummary {
 	if r.first == nil {
 		return nil
 	}
-	return &blockSummary{nodes: r.nodes, reason: r.first.Reason(), message: r.first.Message(), decision: *r.first}
+	return &blockSummary{nodes: r.nodes, decision: *r.first}
 }
 
 func recorderFrom(state fwk.CycleState) *blockRecorder {

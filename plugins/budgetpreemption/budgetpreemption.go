@@ -219,10 +219,11 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	// and reported there, once; its preemptor is not counted again here.
 	if !status.IsSuccess() && !blockedAtActuation(status) {
 		if blocked := rec.summary(); blocked != nil {
-			blockedTotal.WithLabelValues(string(blocked.reason)).Inc()
-			note := fmt.Sprintf("preemption blocked by disruption budgets on %d node(s): %s", blocked.nodes, blocked.message)
+			reason, message := blocked.decision.Reason(), blocked.decision.Message()
+			blockedTotal.WithLabelValues(string(reason)).Inc()
+			note := fmt.Sprintf("preemption blocked by disruption budgets on %d node(s): %s", blocked.nodes, message)
 			pl.blockedEvent(pod, blocked.decision, note)
-			klog.FromContext(ctx).V(2).Info("Preemption blocked by disruption budgets", "pod", klog.KObj(pod), "reason", blocked.reason, "message", blocked.message)
+			klog.FromContext(ctx).V(2).Info("Preemption blocked by disruption budgets", "pod", klog.KObj(pod), "reason", reason, "message", message)
 			msg = strings.TrimSpace(msg + "; " + note)
 		}
 	}

@@ -3,6 +3,7 @@ package budgetpreemption
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func TestEachRefusalEventKeepsItsBudget(t *testing.T) {
 		}
 		notes = blockedNotes(list.Items, p.Name)
 		for _, w := range wants {
-			if !anyContains(notes, w) {
+			if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, w) }) {
 				return false, nil
 			}
 		}
@@ -147,13 +148,4 @@ func blockedNotes(evs []eventsv1.Event, pod string) []string {
 		}
 	}
 	return notes
-}
-
-func anyContains(ss []string, sub string) bool {
-	for _, s := range ss {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
