@@ -1,12 +1,14 @@
 package audit
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -160,6 +162,34 @@ func TestNoViolationWhenVictimWasUnready(t *testing.T) {
 		Namespace: testNS, Pod: "a", Budgets: []BudgetRef{ref(KindPDB, "web")}, WasHealthy: false}}
 	wantBudgets := []BudgetSummary{{Budget: ref(KindPDB, "web"), Desired: 2, Met: true, LowestHealthy: 2, Disruptions: 1}}
 	checkNoViolation(t, res, want, wantBudgets)
+}
+
+// A pod not yet running (Pending, its containers starting) is disrupted
+// without a budget's consent by the Eviction API itself; the record says
+// so, so that a reader can tell it from a running, unready pod, which the
+// unhealthy-pod eviction policy governs.
+func TestDisruptionRecordsPendingVictim(t *testing.T) {
+	h := newHarness(t, testOptions())
+	pods := h.webPods(2, "a", "b", "c")
+	a, b := pods["a"], pods["b"]
+	h.updatePod(a.Ready(false).Phase(corev1.PodPending).Obj())
+	h.updatePod(b.Ready(false).Obj())
+	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "a", code: 200})
+	h.updatePod(terminating(a))
+	h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "b", code: 200})
+	h.updatePod(terminating(b))
+	res := h.finish()
+
+	var got []string
+	for _, d := range res.Disruptions {
+		got = append(got, fmt.Sprintf("%s healthy=%v pending=%v", d.Pod, d.WasHealthy, d.WasPending))
+	}
+	if diff := cmp.Diff([]string{"a healthy=false pending=true", "b healthy=false pending=false"}, got); diff != "" {
+		t.Errorf("disruptions (-want,+got):\n%s", diff)
+	}
+	if len(res.Violations) != 0 {
+		t.Errorf("want no violation, got %+v", res.Violations)
+	}
 }
 
 // The informers see a change a little after the API server makes it. A pod

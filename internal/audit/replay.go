@@ -349,6 +349,7 @@ func (r *replayer) request(logger klog.Logger, req *request) {
 		Time: req.received, Component: component, UserAgent: req.userAgent, Action: req.action,
 		Namespace: req.namespace, Pod: req.pod, Budgets: []BudgetRef{},
 		WasHealthy: podHealthy(pre),
+		WasPending: pre != nil && pre.Status.Phase == corev1.PodPending,
 	}
 	if pre == nil {
 		logger.V(2).Info("Disrupted pod was never observed; no budget is charged", "action", req.action, "pod", klog.KRef(req.namespace, req.pod))

@@ -51,6 +51,12 @@ type Disruption struct {
 	Budgets   []BudgetRef `json:"budgets"`
 	// WasHealthy: the pod was Ready and not terminating before.
 	WasHealthy bool `json:"wasHealthy"`
+	// WasPending: the pod's phase was Pending before (bound or not, its
+	// containers not all started), which the Eviction API disrupts without
+	// consulting any PDB. Read with WasHealthy, it tells a pod the
+	// unhealthy-pod eviction policy governs (running, not Ready) from one
+	// no budget governs.
+	WasPending bool `json:"wasPending,omitempty"`
 }
 
 // Refusal is a disruption request the API server refused (for an
