@@ -444,9 +444,33 @@ func startAuditor(t *testing.T, e *env) *audit.Auditor {
 	return a
 }
 
+// failures collects a step's failures as it reports them, so that the step
+// can repeat them as its last lines: CI keeps the end of a failing test's
+// output, and a long step's failures are otherwise far above it.
+type failures struct{ lines []string }
+
+// errorf reports a failure, and keeps it when f is not nil.
+func (f *failures) errorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if f != nil {
+		f.lines = append(f.lines, msg)
+	}
+	t.Error(msg)
+}
+
+// recap repeats the failures kept, if any.
+func (f *failures) recap(t *testing.T) {
+	t.Helper()
+	if len(f.lines) > 0 {
+		t.Logf("%d failures, as reported above:\n\t%s", len(f.lines), strings.Join(f.lines, "\n\t"))
+	}
+}
+
 // judge finishes the auditor and fails the test on any violation by
 // budgetguard's components and on any disagreement; it logs the rest.
-func judge(t *testing.T, a *audit.Auditor) audit.Result {
+// It keeps its failures in f, which may be nil.
+func judge(t *testing.T, a *audit.Auditor, f *failures) audit.Result {
 	t.Helper()
 	r, err := a.Finish(context.WithoutCancel(t.Context()))
 	if err != nil {
@@ -463,7 +487,7 @@ func judge(t *testing.T, a *audit.Auditor) audit.Result {
 			v.Disruption.Component, v.Disruption.Action, v.Disruption.Namespace, v.Disruption.Pod, v.Disruption.UserAgent,
 			v.Budget.Kind, v.Budget.Namespace, v.Budget.Name, v.Healthy, v.Desired)
 		if v.Disruption.Component == audit.ComponentScheduler || v.Disruption.Component == audit.ComponentDescheduler {
-			t.Error(line)
+			f.errorf(t, "%s", line)
 		} else {
 			t.Log(line, "(not budgetguard's)")
 		}
@@ -473,7 +497,7 @@ func judge(t *testing.T, a *audit.Auditor) audit.Result {
 			r.Disruption.Namespace, r.Disruption.Pod, r.Budget.Kind, r.Budget.Namespace, r.Budget.Name, r.Healthy, r.Desired, r.KnownHealthy, r.KnownDesired)
 	}
 	for _, d := range r.Disagreements {
-		t.Errorf("disagreement: %s %s %s/%s: the judge counted %d of %d, %s %s/%s's status %d of %d",
+		f.errorf(t, "disagreement: %s %s %s/%s: the judge counted %d of %d, %s %s/%s's status %d of %d",
 			d.Disruption.Component, d.Disruption.Action, d.Disruption.Namespace, d.Disruption.Pod, d.Healthy, d.Desired,
 			d.Budget.Kind, d.Budget.Namespace, d.Budget.Name, d.StatusHealthy, d.StatusDesired)
 	}
