@@ -2,6 +2,8 @@ package budgetpreemption
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -200,5 +204,53 @@ func BenchmarkVictimSelectionNoBudget(b *testing.B) {
 			nodes, pods := unbudgetedNodes(500, 4, false)
 			benchmarkVictimSelection(b, plugin != Name, nodes, pods, nil, highPriorityPreemptor())
 		})
+	}
+}
+
+// BenchmarkPostFilterShortPath times PostFilter, budgetguard's and
+// upstream's, where it ends before any dry run, as most of upstream's
+// PreemptionAsync calls do: the preemptor is not eligible (its nominated
+// node still holds a victim of its earlier preemption, terminating), or no
+// node is one that preemption could help. 100 nodes as upstream's
+// PreemptionBasic leaves them, no budget. It measures what PostFilter adds
+// around the Evaluator on that path.
+func BenchmarkPostFilterShortPath(b *testing.B) {
+	for _, path := range []string{"not-eligible", "not-helpful"} {
+		for _, plugin := range benchPlugins {
+			b.Run(fmt.Sprintf("path=%s/plugin=%s", path, plugin), func(b *testing.B) {
+				nodes, pods := unbudgetedNodes(100, 4, false)
+				victim := pods[0].DeepCopy()
+				victim.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+				victim.Status.Conditions = append(victim.Status.Conditions, v1.PodCondition{
+					Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler,
+				})
+				pods[0] = victim
+				p := highPriorityPreemptor()
+				m := framework.NewDefaultNodeToStatus() // absent nodes: UnschedulableAndUnresolvable
+				want := "Preemption is not helpful"
+				if path == "not-eligible" {
+					p.Status.NominatedNodeName = victim.Spec.NodeName
+					m.Set(victim.Spec.NodeName, fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu"))
+					want = "not eligible due to a terminating pod on the nominated node"
+				}
+				e := buildEnv(b, envSpec{nodes: nodes, pods: pods, served: append(slices.Clone(pods), p)})
+				e.ctx = klog.NewContext(e.ctx, logr.Discard())
+				var pf fwk.PostFilterPlugin = e.pl
+				if plugin != Name {
+					pf = upstreamPreemption(b, e)
+					// Its pod lister's informer was made after the factory
+					// started.
+					e.factory.Start(e.ctx.Done())
+					e.factory.WaitForCacheSync(e.ctx.Done())
+				}
+				if _, s := pf.PostFilter(e.ctx, framework.NewCycleState(), p, m); s.Code() != fwk.Unschedulable || !strings.Contains(s.Message(), want) {
+					b.Fatalf("want Unschedulable with %q, got %v", want, s)
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					pf.PostFilter(e.ctx, framework.NewCycleState(), p, m)
+				}
+			})
+		}
 	}
 }
