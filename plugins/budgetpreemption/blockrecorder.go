@@ -73,10 +73,17 @@ func recorderFrom(state fwk.CycleState) *blockRecorder {
 	return r
 }
 
-// blockedAtActuation reports whether status is the failure of an actuation
-// whose victims the budgets denied when they were reserved (preemptPod has
-// counted and reported it).
-func blockedAtActuation(status *fwk.Status) bool {
+// deniedAtActuation returns the budgets' denial inside status, when status
+// is the failure of an actuation whose victims the budgets denied when they
+// were reserved (preemptPod has counted and reported it); nil otherwise.
+// PostFilter asks once: AsError allocates on every other failure.
+func deniedAtActuation(status *fwk.Status) *budget.DeniedError {
+	if status.IsSuccess() {
+		return nil
+	}
 	var de *budget.DeniedError
-	return errors.As(status.AsError(), &de)
+	if errors.As(status.AsError(), &de) {
+		return de
+	}
+	return nil
 }

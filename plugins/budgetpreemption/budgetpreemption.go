@@ -202,13 +202,14 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	// meanwhile requeues it too.
 	pl.blocked.add(pod)
 	result, status := pl.Evaluator.Preempt(ctx, state, pod, m)
+	denied := deniedAtActuation(status)
 	// A preemptor that a budget refused in any way (no candidate because
 	// of a budget, victims denied at actuation, a 429 or a refusal it is
 	// remembered for) stays remembered, so a budget that frees requeues it.
-	if status.IsSuccess() || (rec.summary() == nil && !blockedAtActuation(status) && !pl.refused.has(pod.UID)) {
+	if status.IsSuccess() || (rec.summary() == nil && denied == nil && !pl.refused.has(pod.UID)) {
 		pl.blocked.forget(pod)
 	}
-	if !status.IsSuccess() && (rec.isBehind() || behindAtActuation(status)) {
+	if !status.IsSuccess() && (rec.isBehind() || behindAtActuation(denied)) {
 		pl.retryBehind(pod.UID)
 	}
 	if status.IsSuccess() && result != nil && result.NominatingInfo != nil {
@@ -217,7 +218,7 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 	msg := status.Message()
 	// A candidate whose victims the budgets denied at actuation was counted
 	// and reported there, once; its preemptor is not counted again here.
-	if !status.IsSuccess() && !blockedAtActuation(status) {
+	if !status.IsSuccess() && denied == nil {
 		if blocked := rec.summary(); blocked != nil {
 			reason, message := blocked.decision.Reason(), blocked.decision.Message()
 			blockedTotal.WithLabelValues(string(reason)).Inc()
@@ -228,7 +229,7 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		}
 	}
 	if !status.IsSuccess() {
-		if r, s := pl.refusal(pod, status, msg, rec.summary() != nil); s != nil {
+		if r, s := pl.refusal(pod, denied != nil, msg, rec.summary() != nil); s != nil {
 			return r, s
 		}
 	}

@@ -214,9 +214,9 @@ func clearNomination() *fwk.PostFilterResult {
 // asynchronous actuation of an earlier cycle failed; its goroutine
 // activates the preemptor, and this cycle reports it), or budgets that kept
 // every node from being a candidate.
-func (pl *BudgetAwarePreemption) refusal(pod *v1.Pod, status *fwk.Status, msg string, blocked bool) (*fwk.PostFilterResult, *fwk.Status) {
+func (pl *BudgetAwarePreemption) refusal(pod *v1.Pod, deniedAtActuation bool, msg string, blocked bool) (*fwk.PostFilterResult, *fwk.Status) {
 	remembered := pl.refused.forPod(pod.UID)
-	if !blockedAtActuation(status) && len(remembered) == 0 && !blocked {
+	if !deniedAtActuation && len(remembered) == 0 && !blocked {
 		return nil, nil
 	}
 	for _, m := range remembered {

@@ -2,7 +2,6 @@ package budgetpreemption
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
 	"github.com/budgetguard/budgetguard/plugins/budget"
@@ -398,9 +396,8 @@ func (r *blockRecorder) isBehind() bool {
 	return r.behind
 }
 
-// behindAtActuation reports whether status is an actuation the live count
-// refused (StatusBehindPods).
-func behindAtActuation(status *fwk.Status) bool {
-	var de *budget.DeniedError
-	return errors.As(status.AsError(), &de) && statusBehind(de.Decision)
+// behindAtActuation reports whether de (deniedAtActuation's) is a denial by
+// the live count (StatusBehindPods).
+func behindAtActuation(de *budget.DeniedError) bool {
+	return de != nil && statusBehind(de.Decision)
 }
