@@ -85,6 +85,9 @@ func RecordPUBDisruption(ctx context.Context, client PUBStatusClient, namespace,
 // rules are evaluatePUB's, with nothing in flight: the status is the record.
 func recordedPUB(pub *PUB, pod *v1.Pod, op Operation, at metav1.Time) (*PUB, error) {
 	v := evaluatePUB(pod, pub, op, pending{})
+	if v.recorded {
+		v = recordedShort(pub, pod)
+	}
 	switch {
 	case v.denial != nil:
 		return nil, &DeniedError{Pod: pod, Decision: Decision{Denials: []Denial{*v.denial}}}
@@ -98,6 +101,76 @@ func recordedPUB(pub *PUB, pod *v1.Pod, op Operation, at metav1.Time) (*PUB, err
 	pub.Status.DisruptedPods[pod.Name] = at
 	pub.Status.UnavailableAllowed--
 	return pub, nil
+}
+
+// recordedShort decides, on a PUB as the API server has it, a Ready pod that
+// the PUB records as disrupted already (in status.disruptedPods or
+// unavailablePods): rule 5 lets it go without a new record, as OpenKruise's
+// webhook admits it, but only while the PUB counts at least the available
+// pods it desires without it (its controller counts a recorded pod
+// unavailable). A record whose disruption did not happen (a delete answered
+// 5xx, a timeout: the record stays, since the outcome is unknown) would
+// otherwise let the pod go long after the PUB allowed it, whatever became
+// unavailable since. It returns a denial, or nothing to spend.
+func recordedShort(pub *PUB, pod *v1.Pod) verdict {
+	st := &pub.Status
+	if st.CurrentAvailable >= st.DesiredAvailable {
+		return alreadyRecorded
+	}
+	return deny(pubRef(pub), ReasonInsufficientBudget,
+		"pod %s is recorded as disrupted already, but without it %d available, %d desired: the record is not spent again",
+		pod.Name, st.CurrentAvailable, st.DesiredAvailable)
+}
+
+// RecheckRecordedPUBs re-reads from the API server each PUB covering pod
+// whose status, as the cache has it, records pod's disruption already, and
+// refuses (a *DeniedError) when one is short without it (recordedShort).
+// Such a PUB is not in a decision's spends, so the record step
+// (RecordPUBDisruptions) does not read it; under faults the cache may lag
+// by more than the time a pod takes to turn not Ready, so only the API
+// server's status is trusted here. An error reading a PUB is returned as
+// it is: the caller fails closed. Call it just before pod is disrupted.
+func (c *Cache) RecheckRecordedPUBs(ctx context.Context, client PUBStatusClient, pod *v1.Pod, op Operation) error {
+	if client == nil || ignoresBudgets(pod) || !healthyForPUB(pod) {
+		return nil
+	}
+	_, pubs, _ := c.coveringInto(pod, nil, nil)
+	var denials []Denial
+	for _, cached := range pubs {
+		if !recordsPod(cached, pod) {
+			continue
+		}
+		pub, err := client.Get(ctx, cached.Namespace, cached.Name)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("re-read PodUnavailableBudget %s/%s, which records the disruption of pod %s already: %w", cached.Namespace, cached.Name, pod.Name, err)
+		}
+		v := evaluatePUB(pod, pub, op, pending{})
+		switch {
+		case v.recorded:
+			v = recordedShort(pub, pod)
+		case v.spends:
+			// The record is gone (timed out, taken back): the pod would
+			// go unrecorded. Decided again, on a fresher cache.
+			v = deny(pubRef(pub), ReasonStaleStatus, "the status no longer records the disruption of pod %s, as the cache had it", pod.Name)
+		}
+		if v.denial != nil {
+			denials = append(denials, *v.denial)
+		}
+	}
+	if len(denials) == 0 {
+		return nil
+	}
+	return &DeniedError{Pod: pod, Decision: Decision{Denials: denials}}
+}
+
+// recordsPod reports whether pub's status records pod's disruption.
+func recordsPod(pub *PUB, pod *v1.Pod) bool {
+	_, disrupted := pub.Status.DisruptedPods[pod.Name]
+	_, unavailable := pub.Status.UnavailablePods[pod.Name]
+	return disrupted || unavailable
 }
 
 // RecordPUBDisruptions records the disruption of pod in every PUB that d

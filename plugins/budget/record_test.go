@@ -192,3 +192,84 @@ func TestRefusedByBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedDisruptionOnAShortPUB: a PUB that records a Ready pod's
+// disruption already lets it go without a new record only while the PUB
+// counts the available pods it desires without it. Found by
+// TestPromiseAllActorsUnderFaults (seed 7): preemption recorded a victim in
+// its PUB, its delete was answered 500 (the record stays: the outcome is
+// unknown), another pod of the PUB turned not Ready, and a later cycle
+// deleted the victim under the old record, leaving 2 available of 3
+// desired; the scheduler's cache had not yet seen the other pod turn not
+// Ready, so only the API server's status could stop it. Both ways of
+// reading the PUB refuse it: the record step (the PUB read fresh records
+// the pod) and RecheckRecordedPUBs (the cache has the record).
+func TestRecordedDisruptionOnAShortPUB(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 27, 20, 9, 44, 0, time.UTC)
+	// web's PUB: 4 pods, 3 desired; web-0 recorded, so counted unavailable.
+	webPUB := func(available int32, recorded ...string) *kruisepolicy.PodUnavailableBudget {
+		return pub("web", pdbStatus{available, 3, 0}).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)).
+			Disrupted(now, recorded...).Obj()
+	}
+	web0 := webPod("web-0").Obj()
+	pods := []*v1.Pod{web0, webPod("web-1").Obj(), webPod("web-2").Obj(), webPod("web-3").Obj()}
+
+	for _, tc := range []struct {
+		name string
+		// fresh is the PUB as the API server has it.
+		fresh *kruisepolicy.PodUnavailableBudget
+		// wantReason is the refusal's; "" for none.
+		wantReason Reason
+	}{
+		{"whole without the pod", webPUB(3, "web-0"), ""},
+		{"short without the pod", webPUB(2, "web-0"), ReasonInsufficientBudget},
+		// Taken back or timed out: it would need a new record, which the
+		// decision did not plan.
+		{"record gone", pub("web", pdbStatus{4, 3, 1}).MatchLabels("app", "web").MaxUnavailable(intstr.FromInt32(1)).Obj(), ReasonStaleStatus},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := PUBStatusClientV1alpha1(kruisefake.NewSimpleClientset(tc.fresh))
+			check := func(what string, err error) {
+				t.Helper()
+				var de *DeniedError
+				switch {
+				case tc.wantReason == "" && err != nil:
+					t.Errorf("%s: %v, want no refusal", what, err)
+				case tc.wantReason != "" && (!errors.As(err, &de) || de.Decision.Reason() != tc.wantReason):
+					t.Errorf("%s: %v, want a %s refusal", what, err, tc.wantReason)
+				}
+			}
+			if tc.wantReason != ReasonStaleStatus {
+				// The record step: the PUB read fresh records web-0.
+				rec, err := RecordPUBDisruption(ctx, client, ns, "web", web0, OperationDelete, now)
+				check("RecordPUBDisruption", err)
+				if rec != nil {
+					t.Errorf("RecordPUBDisruption wrote %+v, want no second record", rec)
+				}
+			}
+			// The cache has the record; the API server's PUB decides.
+			h := newHarness(t)
+			h.add(webPUB(3, "web-0"))
+			h.livePods(pods...)
+			check("RecheckRecordedPUBs", h.c.RecheckRecordedPUBs(ctx, client, web0, OperationDelete))
+		})
+	}
+
+	// A PUB that cannot be read: an error, not a pass.
+	h := newHarness(t)
+	h.add(webPUB(3, "web-0"))
+	h.livePods(pods...)
+	broken := kruisefake.NewSimpleClientset(webPUB(3, "web-0"))
+	broken.PrependReactor("get", "podunavailablebudgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("injected")
+	})
+	var de *DeniedError
+	if err := h.c.RecheckRecordedPUBs(ctx, PUBStatusClientV1alpha1(broken), web0, OperationDelete); err == nil || errors.As(err, &de) {
+		t.Errorf("RecheckRecordedPUBs with the PUB unreadable: %v, want the read's error", err)
+	}
+	// A pod no PUB records is not read for.
+	if err := h.c.RecheckRecordedPUBs(ctx, PUBStatusClientV1alpha1(broken), pods[1], OperationDelete); err != nil {
+		t.Errorf("RecheckRecordedPUBs of a pod no PUB records: %v, want nil without a read", err)
+	}
+}
