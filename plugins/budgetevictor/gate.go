@@ -228,6 +228,19 @@ func (g *evictionGate) admit(ctx context.Context, namespace, name string) (admit
 			return admitted{}, g.refuse(namespace, name, string(de.Decision.Reason()), de.Decision.Message())
 		}
 	}
+	// A PUB that records the pod's disruption already lets it go for
+	// nothing, but only while it is whole without it: read from the API
+	// server (see budget.Cache.RecheckRecordedPUBs).
+	if g.sh.kruise != nil {
+		var de *budget.DeniedError
+		if err := c.RecheckRecordedPUBs(ctx, a.pubs, pod, budget.OperationEvict); errors.As(err, &de) {
+			a.failed(ctx, g, true)
+			return admitted{}, g.refuse(namespace, name, string(de.Decision.Reason()), de.Decision.Message())
+		} else if err != nil {
+			a.failed(ctx, g, false)
+			return admitted{}, g.refuse(namespace, name, ReasonPUBRecordFailed, err.Error())
+		}
+	}
 	if r != nil {
 		reservations.Inc()
 		g.logger.V(3).Info("Reserved disruption budget for eviction", "pod", klog.KObj(pod), "budgets", d.Spends)

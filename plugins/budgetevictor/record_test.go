@@ -10,6 +10,7 @@ import (
 
 	kruiseclientset "github.com/openkruise/kruise-api/client/clientset/versioned"
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
+	kruisepolicy "github.com/openkruise/kruise-api/policy/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -335,5 +336,40 @@ func TestGateRetryAfterAnUnknownOutcomeDecidesAgain(t *testing.T) {
 				t.Error("c's record is still in the PUB's status after its retry was refused; it must be released")
 			}
 		})
+	}
+}
+
+// TestGateRefusesARecordedPodOnAShortPUB: PUB web records c's disruption
+// already (another process's attempt whose outcome was unknown kept it), so
+// rule 5 lets c go without a new record. Since then another pod turned not
+// Ready: the API server's PUB counts 1 available of 2 desired without c,
+// while the gate's cache has not seen it. The gate reads the PUB from the
+// API server and refuses c (InsufficientBudget) before the server sees the
+// eviction. Before, c was evicted on the old record (the scheduler did the
+// same in TestPromiseAllActorsUnderFaults, seed 7).
+func TestGateRefusesARecordedPodOnAShortPUB(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	srv, real := realClientset(t)
+	recorded := func(available int32) *kruisepolicy.PodUnavailableBudget {
+		return testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+			MaxUnavailable(intstr.FromInt32(1)).Status(available, 2, 0).Disrupted(time.Now(), "c").Obj()
+	}
+	kc := kruisefake.NewSimpleClientset(recorded(2))
+	disc := &fakediscovery.FakeDiscovery{Fake: &kc.Fake}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: budget.PUBGroupVersion, APIResources: []metav1.APIResource{{Name: "podunavailablebudgets", Kind: "PodUnavailableBudget"}}}}
+	p := pluginOn(t, nil, Options{Kruise: func() (kruiseclientset.Interface, discovery.DiscoveryInterface, error) { return kc, disc, nil }},
+		fake.NewClientset(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj()), real)
+	if err := waitFor(func() bool { return cacheOf(t, p).Decide(webPod("c").Obj(), budget.OperationEvict).Free() }); err != nil {
+		t.Fatalf("the cache never saw c's record: %v", err)
+	}
+	kc.PrependReactor("get", "podunavailablebudgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, recorded(1), nil
+	})
+	err := evict(context.Background(), real, "c")
+	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), string(budget.ReasonInsufficientBudget)) {
+		t.Errorf("eviction of c: %v, want the gate's 429 for InsufficientBudget", err)
+	}
+	if n := srv.evictions("c"); n != 0 {
+		t.Errorf("the server saw %d evictions of c, want 0", n)
 	}
 }

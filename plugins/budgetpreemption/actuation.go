@@ -299,6 +299,14 @@ func (pl *BudgetAwarePreemption) actuate(ctx context.Context, c preemption.Candi
 			return pl.notDisrupted(ctx, c, cr, preemptor, preemptorPod, victim, err, "A covered pod turned not Ready while the victim's PodUnavailableBudget record was written")
 		}
 	}
+	// A PUB that records the victim's disruption already (an earlier
+	// attempt's record, whose outcome was unknown) lets it go for nothing,
+	// but only while that PUB is whole without it: read from the API
+	// server, since the cache may lag.
+	if err := pl.recheckRecorded(ctx, preemptorPod, victim, op); err != nil {
+		pl.undoPUBRecords(ctx, cr, victim, nil)
+		return pl.notDisrupted(ctx, c, cr, preemptor, preemptorPod, victim, err, "A PodUnavailableBudget that records the victim's disruption already is short without it")
+	}
 	if err = pl.disrupt(ctx, c, preemptor, victim, op, pluginName); err == nil {
 		return nil
 	}
@@ -396,6 +404,18 @@ func (pl *BudgetAwarePreemption) recheck(preemptor, victim *v1.Pod, op budget.Op
 		victim = cur
 	}
 	return pl.budgets.RecheckLive(victim, op)
+}
+
+// recheckRecorded is budget.Cache.RecheckRecordedPUBs for victim, under the
+// same conditions as recheck.
+func (pl *BudgetAwarePreemption) recheckRecorded(ctx context.Context, preemptor, victim *v1.Pod, op budget.Operation) error {
+	if pl.kruise == nil || !pl.strict(preemptor) || pl.inScheduler(victim) || pl.expendable(victim) {
+		return nil
+	}
+	if cur := pl.current(victim); cur != nil {
+		victim = cur
+	}
+	return pl.budgets.RecheckRecordedPUBs(ctx, pl.budgets.PUBStatusClient(pl.kruise), victim, op)
 }
 
 // notDisrupted gives back the victim's reservation when it is not disrupted

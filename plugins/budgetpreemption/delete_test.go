@@ -497,3 +497,44 @@ func TestOverridingPreemptorIsNotRefusedByAPUBRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestVictimRecordedInAShortPUBIsNotTakenOnItsOldRecord: PUB web records
+// web-0's disruption already (an earlier attempt whose delete was answered
+// 500 kept it: the outcome was unknown), so rule 5 lets web-0 go without a
+// new record. Since then another pod of web turned not Ready: the API
+// server's PUB counts 1 available of 2 desired without web-0, but the
+// cache has not seen that yet and still counts every pod Ready. web-0 is
+// refused on the PUB read from the API server (InsufficientBudget), not
+// deleted. Before, it was deleted on its old record (found by
+// TestPromiseAllActorsUnderFaults, seed 7: PUB app-03 left 2 available of
+// 3 desired).
+func TestVictimRecordedInAShortPUBIsNotTakenOnItsOldRecord(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	pods := replicas("web", "n1", "web", true, 0, 0, 0)
+	args := DefaultArgs()
+	args.Actuation = ActuationDelete
+	e := newEnv(t, args, []*v1.Node{node("n1")}, pods, nil)
+	recorded := func(available int32) *kruisepolicy.PodUnavailableBudget {
+		return testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
+			MaxUnavailable(intstr.FromInt32(1)).Status(available, 2, 0).Disrupted(time.Now(), "web-0").Obj()
+	}
+	// The cache's PUB: whole without web-0.
+	kc, _ := withPUB(t, e, recorded(2))
+	// The API server's, read fresh: short without it.
+	kc.PrependReactor("get", "podunavailablebudgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, recorded(1), nil
+	})
+	var deleted []string
+	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
+		deleted = append(deleted, victim.Name)
+		return nil
+	}
+	err := e.pl.preemptPod(e.ctx, &testCandidate{"n1", pods[:1]}, testPreemptor{preemptor("1", 100)}, pods[0], Name)
+	var de *budget.DeniedError
+	if !errors.As(err, &de) || de.Decision.Reason() != budget.ReasonInsufficientBudget {
+		t.Errorf("preempting web-0: %v, want the PUB's refusal (InsufficientBudget)", err)
+	}
+	if len(deleted) != 0 {
+		t.Errorf("deleted %v, want nothing", deleted)
+	}
+}
