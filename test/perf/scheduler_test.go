@@ -93,7 +93,8 @@ var pluginsUnderTest = []pluginUnderTest{
 // after a forced GC at the end of the workload (the API server and the
 // scheduler share the process: compare plugins, not absolute numbers), and
 // the budgeted workloads report victims and overbudget-victims; measured-pods
-// is the number of pods of the measured phase.
+// is the number of pods of the measured phase; postfilter-calls and its
+// companions count PostFilter's calls by status (reportPostFilterCalls).
 func BenchmarkPerfScheduling(b *testing.B) {
 	upstream := upstreamPreemption(b)
 	var nodes []int
@@ -164,6 +165,7 @@ func prepare(tCtx ktesting.TContext, w *schedperf.Workload) error {
 		var ms goruntime.MemStats
 		goruntime.ReadMemStats(&ms)
 		b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+		reportPostFilterCalls(b)
 	})
 	if !slices.Contains(w.Labels, budgetsLabel) {
 		return nil
