@@ -173,7 +173,8 @@ func TestValidateOnly(t *testing.T) {
 
 // TestReportsProfiles: at start, after the configuration is checked and
 // before kube-scheduler looks for a cluster, the binary logs per profile
-// where BudgetAwarePreemption runs, and warns of a profile without it.
+// where BudgetAwarePreemption runs, and warns of a profile without it or
+// without its preEnqueue gate.
 func TestReportsProfiles(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -183,7 +184,14 @@ func TestReportsProfiles(t *testing.T) {
 		{
 			name: "shipped configuration",
 			args: []string{"--config=../../manifests/scheduler/scheduler-config.yaml"},
-			want: `"budgetguard plugins enabled" component="scheduler" profile="budgetguard-scheduler" plugins="BudgetAwarePreemption@postFilter"`,
+			want: `"budgetguard plugins enabled" component="scheduler" profile="budgetguard-scheduler" plugins="BudgetAwarePreemption@postFilter,BudgetAwarePreemption@preEnqueue"`,
+		},
+		{
+			// Preemption is asynchronous by default (SchedulerAsyncPreemption);
+			// without its PreEnqueue gate a preemptor may preempt twice.
+			name: "BudgetAwarePreemption at postFilter only",
+			args: []string{"--config=" + testmain.WriteFile(t, t.TempDir(), "config.yaml", postFilterOnly)},
+			want: `Warning: BudgetAwarePreemption preempts here but is not enabled at preEnqueue, so a preemptor may preempt again while its victims are still being disrupted: add {name: BudgetAwarePreemption} to plugins.preEnqueue.enabled and {name: DefaultPreemption} to plugins.preEnqueue.disabled" component="scheduler" profile="budgetguard-scheduler" field="profiles[0].plugins.preEnqueue"`,
 		},
 		{
 			name: "no configuration: kube-scheduler's default",
@@ -203,7 +211,7 @@ func TestReportsProfiles(t *testing.T) {
 // TestShippedManifests loads every KubeSchedulerConfiguration in
 // manifests/scheduler (also inside ConfigMaps) as the binary does, checks it
 // with budgetguard's checks and requires a budgetguard-scheduler profile
-// that runs BudgetAwarePreemption at postFilter; everything else but
+// that runs BudgetAwarePreemption at postFilter and preEnqueue; everything else but
 // kustomize's own files is decoded strictly through client-go's scheme.
 func TestShippedManifests(t *testing.T) {
 	const dir = "../../manifests/scheduler"
@@ -271,7 +279,7 @@ func checkSchedulerConfig(t *testing.T, where string, doc []byte) {
 		t.Errorf("%s: %v", where, err)
 		return
 	}
-	want := budget.ProfilePlugins{"postFilter": {budgetpreemption.Name}}
+	want := budget.ProfilePlugins{"postFilter": {budgetpreemption.Name}, "preEnqueue": {budgetpreemption.Name}}
 	for i := range cfg.Profiles {
 		if p := &cfg.Profiles[i]; p.SchedulerName == "budgetguard-scheduler" {
 			if diff := cmp.Diff(want, schedulerconfig.ProfilePlugins(p)); diff != "" {
@@ -282,3 +290,17 @@ func checkSchedulerConfig(t *testing.T, where string, doc []byte) {
 	}
 	t.Errorf("%s: no budgetguard-scheduler profile", where)
 }
+
+// postFilterOnly is the shipped profile before it enabled
+// BudgetAwarePreemption at preEnqueue.
+const postFilterOnly = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: budgetguard-scheduler
+  plugins:
+    postFilter:
+      enabled:
+      - name: BudgetAwarePreemption
+      disabled:
+      - name: DefaultPreemption
+`

@@ -124,7 +124,7 @@ func addDefaultProfile(cfg *schedv1.KubeSchedulerConfiguration) bool {
 
 // UpstreamSchedulerConfig rewrites every profile of cfg to use upstream
 // DefaultPreemption in place of BudgetAwarePreemption: BudgetAwarePreemption
-// leaves the enabled lists of postFilter, podGroupPostFilter and multiPoint, DefaultPreemption
+// leaves the enabled lists of preEnqueue, postFilter, podGroupPostFilter and multiPoint, DefaultPreemption
 // leaves their disabled lists, and BudgetAwarePreemption's pluginConfig is
 // dropped. Where a point still disables "*", DefaultPreemption is enabled
 // there explicitly. It returns one line per profile it changed.
@@ -134,7 +134,7 @@ func UpstreamSchedulerConfig(cfg *schedv1.KubeSchedulerConfiguration) []string {
 		p := &cfg.Profiles[i]
 		changed := false
 		if p.Plugins != nil {
-			for _, set := range []*schedv1.PluginSet{&p.Plugins.PostFilter, &p.Plugins.PodGroupPostFilter, &p.Plugins.MultiPoint} {
+			for _, set := range []*schedv1.PluginSet{&p.Plugins.PreEnqueue, &p.Plugins.PostFilter, &p.Plugins.PodGroupPostFilter, &p.Plugins.MultiPoint} {
 				if rewritePluginSet(set) {
 					changed = true
 				}

@@ -178,13 +178,18 @@ func podGroupErrors(where string, p *config.KubeSchedulerProfile, plugins config
 }
 
 // ProfilePlugins says where budgetguard's plugins run in profile p, for
-// budget.ReportProfile: BudgetAwarePreemption at postFilter, and, with the
-// GenericWorkload gate on, at podGroupPostFilter where the profile enables
-// it there; or nothing.
+// budget.ReportProfile: BudgetAwarePreemption at postFilter, at preEnqueue
+// where the profile enables it there as well, and, with the GenericWorkload
+// gate on, at podGroupPostFilter where the profile enables it there; or
+// nothing.
 func ProfilePlugins(p *config.KubeSchedulerProfile) budget.ProfilePlugins {
 	out := budget.ProfilePlugins{}
-	if slices.Contains(preemptionAtPostFilter(p), budgetpreemption.Name) {
-		out["postFilter"] = []string{budgetpreemption.Name}
+	if !slices.Contains(preemptionAtPostFilter(p), budgetpreemption.Name) {
+		return out
+	}
+	out["postFilter"] = []string{budgetpreemption.Name}
+	if slices.Contains(preemptionAt(p.Plugins, p.Plugins.PreEnqueue), budgetpreemption.Name) {
+		out["preEnqueue"] = []string{budgetpreemption.Name}
 	}
 	if gangPreemption() && slices.Contains(preemptionAtPodGroupPostFilter(p), budgetpreemption.Name) {
 		out["podGroupPostFilter"] = []string{budgetpreemption.Name}
@@ -194,10 +199,31 @@ func ProfilePlugins(p *config.KubeSchedulerProfile) budget.ProfilePlugins {
 
 // Report logs and exports, per profile of cfg, where budgetguard's plugins
 // run (budget.ReportProfile); a profile without them is logged as a
-// warning.
+// warning, and so is one that preempts with BudgetAwarePreemption without
+// its preEnqueue gate while preemption is asynchronous.
 func Report(logger klog.Logger, cfg *config.KubeSchedulerConfiguration) {
 	for i := range cfg.Profiles {
 		p := &cfg.Profiles[i]
-		budget.ReportProfile(logger, component, p.SchedulerName, ProfilePlugins(p))
+		plugins := ProfilePlugins(p)
+		budget.ReportProfile(logger, component, p.SchedulerName, plugins)
+		if len(plugins["postFilter"]) > 0 && len(plugins["preEnqueue"]) == 0 && asyncPreemption() {
+			logger.Info("Warning: "+noGateWarning, "component", component, "profile", p.SchedulerName,
+				"field", fmt.Sprintf("profiles[%d].plugins.preEnqueue", i))
+		}
 	}
+}
+
+// noGateWarning is logged for a profile that runs BudgetAwarePreemption at
+// postFilter but not at preEnqueue while the SchedulerAsyncPreemption gate
+// is on. Its PreEnqueue keeps a preemptor out of the queue while its
+// victims are being disrupted (as DefaultPreemption's does); without it the
+// preemptor is scheduled again meanwhile and may preempt a second time,
+// taking more victims than one preemption needs (each within its budgets).
+const noGateWarning = "BudgetAwarePreemption preempts here but is not enabled at preEnqueue, so a preemptor may preempt again while its victims are still being disrupted: add {name: BudgetAwarePreemption} to plugins.preEnqueue.enabled and {name: DefaultPreemption} to plugins.preEnqueue.disabled"
+
+// asyncPreemption reports whether kube-scheduler preempts asynchronously:
+// the SchedulerAsyncPreemption feature gate, as --feature-gates set it
+// before the check runs.
+func asyncPreemption() bool {
+	return utilfeature.DefaultFeatureGate.Enabled(features.SchedulerAsyncPreemption)
 }

@@ -18,6 +18,9 @@ import (
 
 func TestProfilePlugins(t *testing.T) {
 	ours := budget.ProfilePlugins{"postFilter": {"BudgetAwarePreemption"}}
+	// With its PreEnqueue gate, which the shipped profile enables and
+	// multiPoint enables with the rest.
+	gated := budget.ProfilePlugins{"postFilter": {"BudgetAwarePreemption"}, "preEnqueue": {"BudgetAwarePreemption"}}
 	tests := []struct {
 		name string
 		doc  string
@@ -29,7 +32,7 @@ func TestProfilePlugins(t *testing.T) {
 			name: "in place of DefaultPreemption",
 			doc:  testobj.SchedulerConfig{SchedulerName: "bg"}.YAML(),
 			run:  []string{"BudgetAwarePreemption"},
-			want: ours,
+			want: gated,
 		},
 		{
 			name: "stock",
@@ -47,7 +50,21 @@ func TestProfilePlugins(t *testing.T) {
 			name: "through multiPoint",
 			doc:  header + "profiles:\n- schedulerName: bg\n  plugins:\n    multiPoint:\n      enabled: [{name: BudgetAwarePreemption}]\n      disabled: [{name: DefaultPreemption}]\n",
 			run:  []string{"BudgetAwarePreemption"},
+			want: gated,
+		},
+		{
+			// kube-scheduler's defaults leave DefaultPreemption's gate at
+			// preEnqueue, which never holds a preemptor of ours back.
+			name: "postFilter only: no gate",
+			doc:  header + "profiles:\n- schedulerName: bg\n  plugins:\n    postFilter:\n      enabled: [{name: BudgetAwarePreemption}]\n      disabled: [{name: DefaultPreemption}]\n",
+			run:  []string{"BudgetAwarePreemption"},
 			want: ours,
+		},
+		{
+			name: "preEnqueue only: nothing",
+			doc:  header + "profiles:\n- schedulerName: bg\n  plugins:\n    preEnqueue:\n      enabled: [{name: BudgetAwarePreemption}]\n",
+			run:  []string{"DefaultPreemption"},
+			want: budget.ProfilePlugins{},
 		},
 		{
 			name: "postFilter disables every plugin",
@@ -100,7 +117,7 @@ func TestProfilePluginsPodGroups(t *testing.T) {
 		t.Errorf("gate off: %v, want no podGroupPostFilter", got)
 	}
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
-	want := budget.ProfilePlugins{"postFilter": {"BudgetAwarePreemption"}, "podGroupPostFilter": {"BudgetAwarePreemption"}}
+	want := budget.ProfilePlugins{"postFilter": {"BudgetAwarePreemption"}, "preEnqueue": {"BudgetAwarePreemption"}, "podGroupPostFilter": {"BudgetAwarePreemption"}}
 	if diff := cmp.Diff(want, ProfilePlugins(&load(t, ours).Profiles[0])); diff != "" {
 		t.Errorf("gate on (-want,+got):\n%s", diff)
 	}

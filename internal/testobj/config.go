@@ -36,6 +36,11 @@ func (c SchedulerConfig) YAML() string {
 		return b.String()
 	}
 	b.WriteString(`  plugins:
+    preEnqueue:
+      enabled:
+      - name: BudgetAwarePreemption
+      disabled:
+      - name: DefaultPreemption
     postFilter:
       enabled:
       - name: BudgetAwarePreemption

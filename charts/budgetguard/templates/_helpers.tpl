@@ -132,6 +132,11 @@ leaderElection:
 profiles:
 - schedulerName: {{ .Values.scheduler.schedulerName }}
   plugins:
+    preEnqueue:
+      enabled:
+      - name: BudgetAwarePreemption
+      disabled:
+      - name: DefaultPreemption
     postFilter:
       enabled:
       - name: BudgetAwarePreemption
