@@ -180,9 +180,15 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 		return cr.err
 	}
 
+	// last: upstream registered this victim as the preemptor's last before
+	// this call (see activateAfterLastVictim).
+	last := pl.fts.EnableAsyncPreemption && upstreamLastVictim(c) == victim.UID
 	cur, ok := cr.current[victim.UID]
 	if !ok {
 		klog.FromContext(ctx).V(2).Info("Victim is already gone", "preemptor", klog.KObj(preemptorPod), "victim", klog.KObj(victim), "node", c.Name())
+		if last {
+			pl.activateAfterLastVictim(ctx, preemptor, "it was gone before upstream registered it")
+		}
 		return nil
 	}
 	victim = cur
@@ -198,15 +204,22 @@ func (pl *BudgetAwarePreemption) preemptPod(ctx context.Context, c preemption.Ca
 		}
 	})
 	if err, ok := cr.done[victim.UID]; ok {
-		if _, gang := preemptor.(*groupPreemptor); err == nil && !gang && victim.UID != cr.gateBy && pl.fts.EnableAsyncPreemption && upstreamLastVictim(c) == victim.UID {
-			pl.activateAfterLastVictim(ctx, preemptorPod)
+		if err == nil && last && victim.UID != cr.gateBy {
+			pl.activateAfterLastVictim(ctx, preemptor, "the gate disrupted it before upstream registered it")
 		}
 		return err
 	}
 	if cr.gateErr != nil {
 		return cr.gateErr
 	}
-	return pl.actuate(ctx, c, cr, preemptor, preemptorPod, victim, pluginName)
+	err = pl.actuate(ctx, c, cr, preemptor, preemptorPod, victim, pluginName)
+	if err == nil && last && pl.current(victim) == nil {
+		// Gone already when it was disrupted (the API server answered
+		// 404), or its removal is seen already: either way it may have been
+		// judged before upstream registered it.
+		pl.activateAfterLastVictim(ctx, preemptor, "it is gone")
+	}
+	return err
 }
 
 // preemptPodInMemory is Executor.PreemptPod: preemptPod, and whether the
@@ -255,19 +268,27 @@ func upstreamLastVictim(c preemption.Candidate) types.UID {
 	return ""
 }
 
-// activateAfterLastVictim activates the preemptor once upstream's
-// asynchronous preemption has registered its last victim, when the gate (in
-// an earlier, parallel call) disrupted that victim already. Upstream keeps
-// the preemptor out of the queue (PreEnqueue) until then, and relies on
-// the last victim's removal arriving after the registration to let it in;
-// here it may have arrived before, been judged while the preemptor was
-// still kept out, and been spent: the preemptor would wait, nominated,
-// for an unrelated event. Activated now, PreEnqueue finds the victim gone
-// or terminating, or its removal is yet to come and lets the preemptor in.
-func (pl *BudgetAwarePreemption) activateAfterLastVictim(ctx context.Context, preemptor *v1.Pod) {
+// activateAfterLastVictim activates the preemptor's pods once upstream's
+// asynchronous preemption has registered its last victim, when that victim
+// went before the registration: the gate (in an earlier, parallel call)
+// disrupted it, or something else (another preemption, a controller) had
+// removed it. Upstream keeps the preemptor out of the queue (PreEnqueue)
+// until then, and relies on the last victim's removal arriving after the
+// registration to let it in; here it may have arrived before, been judged
+// while the preemptor was still kept out, and been spent: the preemptor
+// would wait, nominated, for an unrelated event or the queue's periodic
+// flush. (Upstream's own PreemptPod has the second case too: a victim
+// already deleted returns without activating anything.) Activated now,
+// PreEnqueue finds the victim gone or terminating, or its removal is yet
+// to come and lets the preemptor in. A gang's pods are activated together.
+func (pl *BudgetAwarePreemption) activateAfterLastVictim(ctx context.Context, preemptor preemption.ExecutorPreemptor, why string) {
 	logger := klog.FromContext(ctx)
-	logger.V(4).Info("Activating the preemptor: its last victim went before upstream registered it", "preemptor", klog.KObj(preemptor))
-	pl.fh.Activate(logger, map[string]*v1.Pod{preemptor.Namespace + "/" + preemptor.Name: preemptor})
+	logger.V(4).Info("Activating the preemptor after its last victim was registered", "preemptor", klog.KObj(preemptor), "reason", why)
+	pods := map[string]*v1.Pod{}
+	for _, p := range preemptor.Pods() {
+		pods[p.Namespace+"/"+p.Name] = p
+	}
+	pl.fh.Activate(logger, pods)
 }
 
 // actuate evicts or deletes victim; when that fails it gives the victim's

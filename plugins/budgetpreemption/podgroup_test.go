@@ -418,3 +418,39 @@ func TestGangBestEffortSparesDeniedVictimsFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestPodGroupAsyncPreemptionActivatesWhenTheLastVictimWasAlreadyGone is
+// TestAsyncPreemptionActivatesWhenTheLastVictimWasAlreadyGone for a gang:
+// its victims were taken by another preemption after the snapshot (as
+// victims disrupted whole, on many nodes, can be). Once upstream has
+// registered the last of them, the gang's pods are activated.
+func TestPodGroupAsyncPreemptionActivatesWhenTheLastVictimWasAlreadyGone(t *testing.T) {
+	pg, members := gang("gang", 1, "2", 100)
+	keep := highPod("keep", "n1", "2")
+	inSnapshot := []*v1.Pod{pod("gone-0", "n1", "", 5, true).Obj(), pod("gone-1", "n1", "", 0, true).Obj(), keep}
+	g := newGangEnvServing(t, nil, []*v1.Node{node("n1")}, inSnapshot, []*v1.Pod{keep}, nil, pg)
+	fts := g.pl.fts
+	fts.EnableAsyncPreemption = true
+	pl := newPlugin(DefaultArgs(), g.h, g.budgets, fts)
+	pl.evictPod, pl.deletePod = g.pl.evictPod, g.pl.deletePod
+	g.pl = pl
+
+	if _, status := g.postFilter(pg, members); !status.IsSuccess() {
+		t.Fatalf("PodGroupPostFilter: %v", status)
+	}
+	select {
+	case got := <-g.h.activated:
+		var pods []*v1.Pod
+		for _, p := range got {
+			pods = append(pods, p)
+		}
+		if diff := cmp.Diff(keys(members), keys(pods)); diff != "" {
+			t.Errorf("activated (-want,+got):\n%s", diff)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gang's pods were not activated after its last victim, already gone, was registered")
+	}
+	if got := g.disruptedPods(); len(got) != 0 {
+		t.Errorf("disrupted %v; every victim was gone already", got)
+	}
+}
