@@ -2,6 +2,7 @@ package budgetpreemption
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,30 +32,8 @@ func TestAsyncPreemptionActivatesWhenTheGateTookTheLastVictim(t *testing.T) {
 		p,
 	}
 	e := newEnv(t, nil, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 1, 0, 1).Obj()})
-	h := &activatorHandle{Handle: e.fw, activated: make(chan map[string]*v1.Pod, 10)}
-	e.pl = newPlugin(DefaultArgs(), h, e.budgets, feature.Features{EnableAsyncPreemption: true})
-	var mu sync.Mutex
-	var order []string
-	evictionsAsDeletes(e)
-	e.pl.deletePod = func(_ context.Context, _ preemption.Candidate, _ preemption.ExecutorPreemptor, victim *v1.Pod, _ string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		order = append(order, victim.Name)
-		return nil
-	}
-	if _, status := e.postFilterN1(t, p); !status.IsSuccess() {
-		t.Fatalf("PostFilter: %v", status)
-	}
-	select {
-	case got := <-h.activated:
-		if got[p.Namespace+"/"+p.Name] == nil {
-			t.Errorf("activated %v, want the preemptor", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the preemptor was not activated after its last victim was registered")
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	disrupted := e.asyncPreemption(t, p, "its last victim was registered")
+	order := disrupted()
 	if len(order) != 2 || order[0] != "web-0" || order[1] != "free-0" {
 		t.Errorf("victims disrupted in the order %v, want [web-0 free-0] (the one that spends a budget first)", order)
 	}
@@ -76,6 +55,18 @@ func TestAsyncPreemptionActivatesWhenTheLastVictimWasAlreadyGone(t *testing.T) {
 	snapshot := append([]*v1.Pod{free, gone}, keep...)
 	served := append([]*v1.Pod{free}, keep...)
 	e := buildEnv(t, envSpec{nodes: []*v1.Node{node("n1")}, pods: snapshot, served: served})
+	disrupted := e.asyncPreemption(t, p, "its last victim, already gone, was registered")()
+	if len(disrupted) != 1 || disrupted[0] != "free-0" {
+		t.Errorf("disrupted %v, want [free-0] (gone-0 is gone already)", disrupted)
+	}
+}
+
+// asyncPreemption rebuilds e's plugin with asynchronous preemption, runs
+// PostFilter for p on n1, and waits for p to be activated (what: after
+// what). It returns the victims disrupted, in order, once upstream's
+// preemption goroutine has finished with them.
+func (e *env) asyncPreemption(t *testing.T, p *v1.Pod, what string) func() []string {
+	t.Helper()
 	h := &activatorHandle{Handle: e.fw, activated: make(chan map[string]*v1.Pod, 10)}
 	e.pl = newPlugin(DefaultArgs(), h, e.budgets, feature.Features{EnableAsyncPreemption: true})
 	var mu sync.Mutex
@@ -96,11 +87,11 @@ func TestAsyncPreemptionActivatesWhenTheLastVictimWasAlreadyGone(t *testing.T) {
 			t.Errorf("activated %v, want the preemptor", got)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the preemptor was not activated after its last victim, already gone, was registered")
+		t.Fatalf("the preemptor was not activated after %s", what)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(disrupted) != 1 || disrupted[0] != "free-0" {
-		t.Errorf("disrupted %v, want [free-0] (gone-0 is gone already)", disrupted)
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(disrupted)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -283,4 +285,32 @@ func victimNames(v preemption.Victim) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// asyncPreemption rebuilds g's plugin with asynchronous preemption (its
+// disruptions recorded as before), runs PodGroupPostFilter for the gang pg
+// of members, and waits for the gang's pods to be activated (what: after
+// what).
+func (g *gangEnv) asyncPreemption(t *testing.T, pg *schedulingv1beta1.PodGroup, members []*v1.Pod, what string) {
+	t.Helper()
+	fts := g.pl.fts
+	fts.EnableAsyncPreemption = true
+	pl := newPlugin(DefaultArgs(), g.h, g.budgets, fts)
+	pl.evictPod, pl.deletePod = g.pl.evictPod, g.pl.deletePod
+	g.pl = pl
+	if _, status := g.postFilter(pg, members); !status.IsSuccess() {
+		t.Fatalf("PodGroupPostFilter: %v", status)
+	}
+	select {
+	case got := <-g.h.activated:
+		var pods []*v1.Pod
+		for _, p := range got {
+			pods = append(pods, p)
+		}
+		if diff := cmp.Diff(keys(members), keys(pods)); diff != "" {
+			t.Errorf("activated (-want,+got):\n%s", diff)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the gang's pods were not activated after %s", what)
+	}
 }

@@ -429,27 +429,7 @@ func TestPodGroupAsyncPreemptionActivatesWhenTheLastVictimWasAlreadyGone(t *test
 	keep := highPod("keep", "n1", "2")
 	inSnapshot := []*v1.Pod{pod("gone-0", "n1", "", 5, true).Obj(), pod("gone-1", "n1", "", 0, true).Obj(), keep}
 	g := newGangEnvServing(t, nil, []*v1.Node{node("n1")}, inSnapshot, []*v1.Pod{keep}, nil, pg)
-	fts := g.pl.fts
-	fts.EnableAsyncPreemption = true
-	pl := newPlugin(DefaultArgs(), g.h, g.budgets, fts)
-	pl.evictPod, pl.deletePod = g.pl.evictPod, g.pl.deletePod
-	g.pl = pl
-
-	if _, status := g.postFilter(pg, members); !status.IsSuccess() {
-		t.Fatalf("PodGroupPostFilter: %v", status)
-	}
-	select {
-	case got := <-g.h.activated:
-		var pods []*v1.Pod
-		for _, p := range got {
-			pods = append(pods, p)
-		}
-		if diff := cmp.Diff(keys(members), keys(pods)); diff != "" {
-			t.Errorf("activated (-want,+got):\n%s", diff)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the gang's pods were not activated after its last victim, already gone, was registered")
-	}
+	g.asyncPreemption(t, pg, members, "its last victim, already gone, was registered")
 	if got := g.disruptedPods(); len(got) != 0 {
 		t.Errorf("disrupted %v; every victim was gone already", got)
 	}
@@ -464,27 +444,7 @@ func TestPodGroupAsyncPreemptionActivatesWhenTheGateTookTheLastVictim(t *testing
 	pg, members := gang("gang", 1, "2", 100)
 	pods := []*v1.Pod{pod("web-0", "n1", "web", 5, true).Obj(), pod("web-1", "n1", "web", 0, true).Obj(), highPod("keep", "n1", "2")}
 	g := newGangEnv(t, nil, []*v1.Node{node("n1")}, pods, []*policyv1.PodDisruptionBudget{appPDB("web", 2, 0, 2).Obj()}, pg)
-	fts := g.pl.fts
-	fts.EnableAsyncPreemption = true
-	pl := newPlugin(DefaultArgs(), g.h, g.budgets, fts)
-	pl.evictPod, pl.deletePod = g.pl.evictPod, g.pl.deletePod
-	g.pl = pl
-
-	if _, status := g.postFilter(pg, members); !status.IsSuccess() {
-		t.Fatalf("PodGroupPostFilter: %v", status)
-	}
-	select {
-	case got := <-g.h.activated:
-		var pods []*v1.Pod
-		for _, p := range got {
-			pods = append(pods, p)
-		}
-		if diff := cmp.Diff(keys(members), keys(pods)); diff != "" {
-			t.Errorf("activated (-want,+got):\n%s", diff)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the gang's pods were not activated after its last victim, disrupted by the gate, was registered")
-	}
+	g.asyncPreemption(t, pg, members, "its last victim, disrupted by the gate, was registered")
 	if diff := cmp.Diff([]string{"web-0", "web-1"}, g.disruptedPods()); diff != "" {
 		t.Errorf("disrupted (-want,+got):\n%s", diff)
 	}
