@@ -278,7 +278,8 @@ func upstreamLastVictim(c preemption.Candidate) types.UID {
 // while the preemptor was still kept out, and been spent: the preemptor
 // would wait, nominated, for an unrelated event or the queue's periodic
 // flush. (Upstream's own PreemptPod has the second case too: a victim
-// already deleted returns without activating anything.) Activated now,
+// already deleted returns without activating anything;
+// kubernetes/kubernetes#141694.) Activated now,
 // PreEnqueue finds the victim gone or terminating, or its removal is yet
 // to come and lets the preemptor in. A gang's pods are activated together.
 func (pl *BudgetAwarePreemption) activateAfterLastVictim(ctx context.Context, preemptor preemption.ExecutorPreemptor, why string) {
