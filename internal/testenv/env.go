@@ -143,6 +143,24 @@ func (e *Env) PriorityClass(t testing.TB, ns string, value int32) string {
 	t.Cleanup(func() {
 		_ = e.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
 	})
+	// The Priority admission plugin reads PriorityClasses from an informer:
+	// a pod created right away may be refused ("no PriorityClass with
+	// name ... was found"). Returned once a dry run of a pod that uses it
+	// gets past that check.
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "priorityclass-probe"},
+		Spec: corev1.PodSpec{
+			PriorityClassName: pc.Name,
+			Containers:        []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	WaitFor(t, DefaultWait, "PriorityClass "+pc.Name+" known to admission", func(ctx context.Context) (bool, error) {
+		_, err := e.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), "no PriorityClass with name") {
+			return false, err
+		}
+		return true, nil
+	})
 	return pc.Name
 }
 
