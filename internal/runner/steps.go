@@ -91,7 +91,7 @@ func (r *run) create(ctx context.Context, obj runtime.Object) error {
 	case *appsv1.StatefulSet:
 		_, err = r.client.AppsV1().StatefulSets(namespaceOf(o)).Create(ctx, o, create)
 	case *corev1.Pod:
-		_, err = r.client.CoreV1().Pods(namespaceOf(o)).Create(ctx, o, create)
+		err = r.createPod(ctx, o, create)
 	case *policyv1.PodDisruptionBudget:
 		_, err = r.client.PolicyV1().PodDisruptionBudgets(namespaceOf(o)).Create(ctx, o, create)
 	case *kruisepolicy.PodUnavailableBudget:
@@ -105,6 +105,31 @@ func (r *run) create(ctx context.Context, obj runtime.Object) error {
 		return fmt.Errorf("create: %w", err)
 	}
 	return nil
+}
+
+// priorityClassWait bounds how long createPod retries a pod that names a
+// PriorityClass the API server's admission does not know yet.
+const priorityClassWait = 30 * time.Second
+
+// createPod creates a pod. The Priority admission plugin looks PriorityClasses
+// up in an informer, so a pod created right after its class (the same phase
+// may hold both) can be refused with "no PriorityClass with name ... was
+// found" until that informer has the class; such a refusal is retried every
+// pollInterval for up to priorityClassWait, and any other error is returned
+// as it is.
+func (r *run) createPod(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) error {
+	deadline := time.Now().Add(priorityClassWait)
+	for {
+		_, err := r.client.CoreV1().Pods(namespaceOf(pod)).Create(ctx, pod, opts)
+		if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "no PriorityClass with name") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (waiting for admission to know the pod's PriorityClass: %v)", err, ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
 }
 
 // namespaceOf sets an empty namespace to "default" and returns it.

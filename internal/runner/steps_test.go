@@ -10,9 +10,11 @@ import (
 
 	kruisefake "github.com/openkruise/kruise-api/client/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/budgetguard/budgetguard/internal/report"
 	"github.com/budgetguard/budgetguard/internal/scenario"
@@ -158,5 +160,47 @@ func TestEditSteps(t *testing.T) {
 	}
 	if _, err := r.deleteObject(ctx, &scenario.DeleteStep{Kind: "Pod", Namespace: "shop", Name: "big"}); err == nil || !strings.Contains(err.Error(), "delete Pod shop/big") {
 		t.Errorf("deleting it again: %v, want an error naming it", err)
+	}
+}
+
+// TestCreatePodRetriesUnknownPriorityClass: a pod created in the same phase as
+// its PriorityClass may be refused by the Priority admission plugin until its
+// informer has the class; apply retries that refusal, and no other.
+func TestCreatePodRetriesUnknownPriorityClass(t *testing.T) {
+	refusal := func(name string) error {
+		return apierrors.NewForbidden(corev1.Resource("pods"), name,
+			errors.New("no PriorityClass with name shop-checkout was found"))
+	}
+	r := testRun(nil)
+	refused := 0
+	r.client.(*fake.Clientset).PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if refused < 2 {
+			refused++
+			return true, nil, refusal(a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).Name)
+		}
+		return false, nil, nil
+	})
+	p := testobj.MakePod().Namespace("shop").Name("checkout").Obj()
+	p.Spec.PriorityClassName = "shop-checkout"
+	if err := r.create(context.Background(), p); err != nil {
+		t.Fatalf("create after %d refusals: %v", refused, err)
+	}
+	if refused != 2 {
+		t.Errorf("refused %d times, want 2", refused)
+	}
+	if _, err := r.client.CoreV1().Pods("shop").Get(context.Background(), "checkout", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod was not created: %v", err)
+	}
+
+	// Any other refusal is returned at once.
+	other := testRun(nil)
+	calls := 0
+	other.client.(*fake.Clientset).PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "checkout", errors.New("exceeded quota"))
+	})
+	err := other.create(context.Background(), testobj.MakePod().Namespace("shop").Name("checkout").Obj())
+	if !apierrors.IsForbidden(err) || calls != 1 {
+		t.Errorf("quota refusal: %v after %d calls, want it returned after 1", err, calls)
 	}
 }
