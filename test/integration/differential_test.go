@@ -282,7 +282,7 @@ func runDiffScenario(t *testing.T, cache *budget.Cache, sc diffScenario, tally *
 	// PDBs before its pod informer had the pod's last readiness change, no
 	// later pod event brings that PDB's status up to date, and it keeps
 	// counting the pod healthy until the informers resync. A metadata update
-	// of the PDB requeues it (updatePdb), so a PDB whose count is still
+	// of the PDB requeues it (updateDB), so a PDB whose count is still
 	// behind after a grace period is touched once per period; the summary
 	// counts these nudges. A single PDB is always requeued and never nudged.
 	var behindSince, lastNudge time.Time
