@@ -167,7 +167,9 @@ func TestNoViolationWhenVictimWasUnready(t *testing.T) {
 // A pod not yet running (Pending, its containers starting) is disrupted
 // without a budget's consent by the Eviction API itself; the record says
 // so, so that a reader can tell it from a running, unready pod, which the
-// unhealthy-pod eviction policy governs.
+// unhealthy-pod eviction policy governs: b, deleted while only c of the 2
+// the PDB requires is healthy, is charged under the default policy
+// (IfHealthyBudget); a is not.
 func TestDisruptionRecordsPendingVictim(t *testing.T) {
 	h := newHarness(t, testOptions())
 	pods := h.webPods(2, "a", "b", "c")
@@ -187,8 +189,8 @@ func TestDisruptionRecordsPendingVictim(t *testing.T) {
 	if diff := cmp.Diff([]string{"a healthy=false pending=true", "b healthy=false pending=false"}, got); diff != "" {
 		t.Errorf("disruptions (-want,+got):\n%s", diff)
 	}
-	if len(res.Violations) != 0 {
-		t.Errorf("want no violation, got %+v", res.Violations)
+	if len(res.Violations) != 1 || res.Violations[0].Disruption.Pod != "b" || res.Violations[0].Healthy != 1 || res.Violations[0].Desired != 2 {
+		t.Errorf("want one violation, by b, with 1 of 2 healthy; got %+v", res.Violations)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 )
 
 // histories hold every observation of the run by object, in the order
@@ -44,12 +45,18 @@ type budgetView struct {
 	// disruptedPods and unavailablePods): not healthy for its controller.
 	out    map[string]bool
 	exempt pubExemption
+	// alwaysAllow: a PDB whose unhealthyPodEvictionPolicy is AlwaysAllow;
+	// any other value (unset, IfHealthyBudget, one the API server does not
+	// know) protects its running, not-Ready pods while it is short, as the
+	// Eviction API reads it.
+	alwaysAllow bool
 }
 
 func viewOf(o *observation) *budgetView {
 	switch {
 	case o.pdb != nil:
 		v := &budgetView{cov: pdbCoverage(o.pdb), desired: o.pdb.Status.DesiredHealthy, current: o.pdb.Status.CurrentHealthy}
+		v.alwaysAllow = o.pdb.Spec.UnhealthyPodEvictionPolicy != nil && *o.pdb.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow
 		v.statusKnown = o.pdb.Status.ObservedGeneration > 0 || v.desired > 0
 		v.out = map[string]bool{}
 		for name := range o.pdb.Status.DisruptedPods {

@@ -276,16 +276,38 @@ func (j *judge) count(ref BudgetRef, v *budgetView, t time.Time, excl map[types.
 	return n
 }
 
+// unhealthyProtected reports whether pod, not healthy, is one a PDB's
+// unhealthy-pod eviction policy governs: running (not Pending, Succeeded
+// or Failed) and not terminating, so that the Eviction API consults the
+// PDB for it (pkg/registry/core/pod/storage/eviction.go, canIgnorePDB).
+// Under IfHealthyBudget such a pod may go only while the budget is whole
+// without it (KEP-3017): the judge counts it like a healthy pod's
+// disruption, whose count it does not lower.
+func unhealthyProtected(pod *corev1.Pod) bool {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return false
+	}
+	switch pod.Status.Phase {
+	case corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed:
+		return false
+	}
+	return true
+}
+
 // judgeOne decides p, given the disruptions of its budget decided before
-// it.
+// it: a disruption of a healthy pod, and one of a running, not-Ready pod
+// under a PDB whose unhealthy-pod eviction policy is not AlwaysAllow.
 func (j *judge) judgeOne(logger klog.Logger, before []*judgedPair, p *judgedPair) {
 	c, cb := p.c, p.cb
-	if !c.d.WasHealthy || cb.exempt || (cb.ref.Kind == KindPUB && !pubAvailable(c.pre)) {
+	if cb.exempt || (cb.ref.Kind == KindPUB && !pubAvailable(c.pre)) {
 		return
 	}
 	v := j.hist.budgetAt(cb.ref, cb.counted)
 	if v == nil {
 		return // deleted by then
+	}
+	if !c.d.WasHealthy && !(cb.ref.Kind == KindPDB && !v.alwaysAllow && unhealthyProtected(c.pre)) {
+		return
 	}
 	excl := map[types.UID]bool{c.pre.UID: true}
 	for _, b := range before {

@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
@@ -245,6 +248,63 @@ func TestServerErrorAttributedByThePodsDeletionWithNoCutOff(t *testing.T) {
 			if carried := len(res.Disruptions) == 1 && len(res.Violations) == 1; carried != tc.carried {
 				t.Errorf("carried out: %v, want %v: disruptions %+v, refusals %+v, violations %+v", carried, tc.carried, res.Disruptions, res.Refusals, res.Violations)
 			}
+		})
+	}
+}
+
+// A running pod that is not Ready is protected by its PDB's unhealthy-pod
+// eviction policy: under IfHealthyBudget (also when unset) it may go only
+// while the budget is whole without it (KEP-3017; the Eviction API answers
+// 429 otherwise), under AlwaysAllow at any time. A pod not yet running
+// (Pending) or already terminating is the Eviction API's to let go without
+// the PDB. Each case: PDB web requires desired of a, b, c; b turned not
+// Ready a second before; the scheduler deletes a, made not Ready too, or
+// Pending.
+func TestUnhealthyPodEvictionPolicyIsCharged(t *testing.T) {
+	ifHealthy, always := policyv1.IfHealthyBudget, policyv1.AlwaysAllow
+	for _, tc := range []struct {
+		name    string
+		policy  *policyv1.UnhealthyPodEvictionPolicyType
+		desired int32
+		pending bool
+		charged bool
+	}{
+		{name: "policy unset, budget short", desired: 2, charged: true},
+		{name: "IfHealthyBudget, budget short", policy: &ifHealthy, desired: 2, charged: true},
+		{name: "IfHealthyBudget, budget whole", policy: &ifHealthy, desired: 1},
+		{name: "AlwaysAllow, budget short", policy: &always, desired: 2},
+		{name: "Pending pod, budget short", desired: 2, pending: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, testOptions())
+			web := pdb("web", tc.desired)
+			if tc.policy != nil {
+				web = web.UnhealthyPodEvictionPolicy(*tc.policy)
+			}
+			h.createPDB(web.Obj())
+			a, b := webPod("a"), webPod("b")
+			for _, p := range []*testobj.PodWrapper{a, b, webPod("c")} {
+				h.createPod(p.Obj())
+			}
+			h.updatePod(b.Ready(false).Obj())
+			a = a.Ready(false)
+			if tc.pending {
+				a = a.Phase(corev1.PodPending)
+			}
+			h.updatePod(a.Obj())
+			h.clock.advance(time.Second)
+			tA := h.log(logged{ua: uaScheduler, action: ActionDelete, pod: "a", code: 200})
+			h.updatePod(terminating(a))
+			res := h.finish()
+
+			if tc.charged {
+				v := webDeleteViolation(tA, "a", 1, 2)
+				v.Disruption.WasHealthy = false
+				checkViolations(t, []Violation{v}, res.Violations)
+			} else if len(res.Violations) != 0 {
+				t.Errorf("want no violation, got %+v", res.Violations)
+			}
+			checkRaces(t, nil, res.Races)
 		})
 	}
 }

@@ -73,8 +73,11 @@ type Refusal struct {
 }
 
 // Violation is a disruption of a healthy pod that left a budget below the
-// healthy count it requires at the decision, where the budget was short
-// already at what its component could know (see docs/audit.md).
+// healthy count it requires at the decision, or of a running, not-Ready
+// pod that a PDB's unhealthy-pod eviction policy (IfHealthyBudget)
+// protected while the PDB was below it (Disruption.WasHealthy tells the
+// two apart), where the budget was short already at what its component
+// could know (see docs/audit.md).
 type Violation struct {
 	Budget     BudgetRef  `json:"budget"`
 	Disruption Disruption `json:"disruption"`
