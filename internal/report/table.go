@@ -237,7 +237,7 @@ func writeRefusals(b *bytes.Buffer, runs []Run, names []string) {
 }
 
 func writeViolations(b *bytes.Buffer, runs []Run, names []string) {
-	section(b, "VIOLATIONS: disruptions of healthy pods that left a budget below its desired count")
+	section(b, "VIOLATIONS: disruptions a budget forbade that left it below its desired count")
 	if sum(runs, func(r Run) int { return len(r.Audit.Violations) }) == 0 {
 		fmt.Fprintln(b, "(none)")
 		return
