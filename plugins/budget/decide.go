@@ -92,9 +92,19 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		}
 		pdb := e.pdb.Load()
 		v := evaluatePDB(pod, pdb, op.forPDB(), pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
-		if live && (v.spends || v.recorded) && healthyForPDB(pod) {
-			st := &pdb.Status
+		switch st := &pdb.Status; {
+		case !live || v.denial != nil:
+		case healthyForPDB(pod):
+			if !v.spends && !v.recorded {
+				break
+			}
 			if msg, short := c.liveShortfall(pod, self, e.key, e.live, true, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
+				v = deny(e.spends[0], ReasonStatusBehindPods, "%s", msg)
+			}
+		case protectsUnhealthy(pdb):
+			// Rule 3 on the live count: a not-Ready pod under
+			// IfHealthyBudget goes only while the application is whole.
+			if msg, short := c.liveWhole(pod, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, now); short {
 				v = deny(e.spends[0], ReasonStatusBehindPods, "%s", msg)
 			}
 		}

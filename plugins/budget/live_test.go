@@ -1,6 +1,8 @@
 package budget
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
@@ -51,6 +54,61 @@ func TestLiveCountRefusesWhatTheStatusHasNotCounted(t *testing.T) {
 	h.podEvent(webPod("b").Obj(), false)
 	h.pdb(webPDB("web", pdbStatus{healthy: 4, desired: 3, allowed: 1}).Obj())
 	mustAllow(t, h.c.Decide(a, OperationEvict))
+}
+
+// TestLiveCountGuardsUnhealthyPodsUnderIfHealthyBudget: rule 3 on the live
+// count. PDB web requires 3 of a, b, c (Ready) and d (not Ready), and its
+// status says 3 healthy: the application is whole, so under IfHealthyBudget
+// (also when unset) d may go, taking nothing. Then b turns not Ready before
+// the disruption controller writes the status: the application is
+// disrupted, and d is refused (StatusBehindPods) at the decision and just
+// before its disruption, naming the budget and both counts, where the
+// Eviction API, deciding on the status, would let it go. Under AlwaysAllow d
+// may go at any time. Once b is Ready again, d may go.
+func TestLiveCountGuardsUnhealthyPodsUnderIfHealthyBudget(t *testing.T) {
+	for _, policy := range []policyv1.UnhealthyPodEvictionPolicyType{"", policyv1.IfHealthyBudget, policyv1.AlwaysAllow} {
+		t.Run(cmp.Or(string(policy), "unset"), func(t *testing.T) {
+			h := newHarness(t)
+			web := webPDB("web", pdbStatus{healthy: 3, desired: 3, allowed: 0})
+			if policy != "" {
+				web = web.UnhealthyPodEvictionPolicy(policy)
+			}
+			h.add(web.Obj())
+			h.livePods(webPod("a").Obj(), webPod("b").Obj(), webPod("c").Obj(), notReady("d"))
+			d := notReady("d")
+			for _, op := range []Operation{OperationEvict, OperationDelete} {
+				mustAllow(t, h.c.Decide(d, op))
+			}
+
+			h.podEvent(notReady("b"), false)
+			for _, op := range []Operation{OperationEvict, OperationDelete} {
+				got := h.c.Decide(d, op)
+				err := h.c.RecheckLive(d, op)
+				if policy == policyv1.AlwaysAllow {
+					mustAllow(t, got)
+					if err != nil {
+						t.Errorf("RecheckLive(%s) = %v, want nil", op, err)
+					}
+					continue
+				}
+				mustDeny(t, got, ReasonStatusBehindPods)
+				want := "pdb shop/web: pod is not ready and the application is disrupted; the status counts 3 healthy, but 2 covered pods are healthy now and 3 are desired"
+				if msg := got.Message(); !strings.Contains(msg, want) {
+					t.Errorf("%s: message %q, want it to contain %q", op, msg, want)
+				}
+				var de *DeniedError
+				if !errors.As(err, &de) || de.Decision.Denials[0].Reason != ReasonStatusBehindPods {
+					t.Errorf("RecheckLive(%s) = %v, want a StatusBehindPods refusal", op, err)
+				}
+			}
+
+			h.podEvent(webPod("b").Obj(), false)
+			mustAllow(t, h.c.Decide(d, OperationEvict))
+			if err := h.c.RecheckLive(d, OperationEvict); err != nil {
+				t.Errorf("RecheckLive after b is Ready again = %v, want nil", err)
+			}
+		})
+	}
 }
 
 // TestLiveCountLeavesOutPodsBeingDisrupted: pods still Ready but already

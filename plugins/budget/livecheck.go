@@ -21,6 +21,23 @@ import (
 // informer has not counted it yet, it counts itself. The caller holds
 // c.ledger.mu and c.live.mu (read locks are enough).
 func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCount, countsPod bool, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
+	return c.liveMargin(pod, self, k, lc, countsPod, 1, statusHealthy, desired, planned, disrupted, unavailable, now)
+}
+
+// liveWhole checks a not-Ready pod that a PDB's status lets go free under
+// IfHealthyBudget (rule 3: the application is not disrupted) against the
+// live count: the pod takes no healthy pod, but the covered pods healthy
+// now, less those being disrupted and less planned, must still reach
+// desired. It returns a refusal message when they do not. The caller holds
+// c.ledger.mu and c.live.mu (read locks are enough).
+func (c *Cache) liveWhole(pod *v1.Pod, k budgetKey, lc *liveCount, statusHealthy, desired, planned int32, disrupted map[string]metav1.Time, now time.Time) (string, bool) {
+	return c.liveMargin(pod, nil, k, lc, false, 0, statusHealthy, desired, planned, disrupted, nil, now)
+}
+
+// liveMargin is liveShortfall and liveWhole: the live count, less the busy
+// pods, desired and planned, must leave takes pods (1: the pod's
+// disruption takes a healthy pod; 0: it takes none).
+func (c *Cache) liveMargin(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCount, countsPod bool, takes, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
 	x := c.live
 	if lc == nil {
 		lc = x.counts[k]
@@ -41,10 +58,14 @@ func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveC
 	if countsPod && (self == nil || self.uid != pod.UID || !self.counts(k)) {
 		healthy++
 	}
-	if healthy-busy-desired-planned >= 1 {
+	if healthy-busy-desired-planned >= takes {
 		return "", false
 	}
-	return liveMessage(statusHealthy, healthy, busy, desired, planned), true
+	msg := liveMessage(statusHealthy, healthy, busy, desired, planned)
+	if takes == 0 {
+		msg = "pod is not ready and the application is disrupted; " + msg
+	}
+	return msg, true
 }
 
 // liveBusy counts the pods other than pod that the live count has healthy
@@ -112,12 +133,19 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 	defer c.live.mu.RUnlock()
 	now := c.clock.Now()
 	var denials []Denial
-	if healthyForPDB(pod) {
-		for _, e := range pdbs {
-			st := &e.pdb.Load().Status
-			if msg, short := c.liveShortfall(pod, nil, e.key, e.live, true, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now); short {
-				denials = append(denials, *deny(e.spends[0], ReasonStatusBehindPods, "%s", msg).denial)
-			}
+	for _, e := range pdbs {
+		pdb := e.pdb.Load()
+		st := &pdb.Status
+		var msg string
+		var short bool
+		switch {
+		case healthyForPDB(pod):
+			msg, short = c.liveShortfall(pod, nil, e.key, e.live, true, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now)
+		case protectsUnhealthy(pdb):
+			msg, short = c.liveWhole(pod, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, now)
+		}
+		if short {
+			denials = append(denials, *deny(e.spends[0], ReasonStatusBehindPods, "%s", msg).denial)
 		}
 	}
 	if healthyForPUB(pod) {

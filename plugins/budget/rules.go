@@ -180,6 +180,15 @@ func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n
 	return verdict{spends: true}
 }
 
+// protectsUnhealthy reports whether pdb's unhealthy-pod eviction policy
+// protects its not-Ready pods while the application is disrupted (rule 3):
+// IfHealthyBudget, also when unset; AlwaysAllow does not. A policy this
+// version does not know is refused before this matters.
+func protectsUnhealthy(pdb *policyv1.PodDisruptionBudget) bool {
+	p := pdb.Spec.UnhealthyPodEvictionPolicy
+	return p == nil || *p != policyv1.AlwaysAllow
+}
+
 func pdbNumbers(st *policyv1.PodDisruptionBudgetStatus, n pending, ready bool) string {
 	var b strings.Builder
 	if !ready {
