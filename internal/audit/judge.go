@@ -306,7 +306,7 @@ func (j *judge) judgeOne(logger klog.Logger, before []*judgedPair, p *judgedPair
 	if v == nil {
 		return // deleted by then
 	}
-	if !c.d.WasHealthy && !(cb.ref.Kind == KindPDB && !v.alwaysAllow && unhealthyProtected(c.pre)) {
+	if judged := c.d.WasHealthy || (cb.ref.Kind == KindPDB && !v.alwaysAllow && unhealthyProtected(c.pre)); !judged {
 		return
 	}
 	excl := map[types.UID]bool{c.pre.UID: true}
