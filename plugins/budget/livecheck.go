@@ -63,7 +63,7 @@ func (c *Cache) liveMargin(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCoun
 	}
 	msg := liveMessage(statusHealthy, healthy, busy, desired, planned)
 	if takes == 0 {
-		msg = "pod is not ready and the application is disrupted; " + msg
+		msg = unreadyDisrupted + msg
 	}
 	return msg, true
 }

@@ -141,7 +141,7 @@ func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n
 	if !podReady(pod) {
 		policy := pdb.Spec.UnhealthyPodEvictionPolicy
 		switch {
-		case policy != nil && *policy == policyv1.AlwaysAllow:
+		case !protectsUnhealthy(pdb):
 			return free
 		case policy == nil || *policy == policyv1.IfHealthyBudget:
 			if healthy >= st.DesiredHealthy && st.DesiredHealthy > 0 {
@@ -180,6 +180,10 @@ func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n
 	return verdict{spends: true}
 }
 
+// unreadyDisrupted opens a refusal of a not-Ready pod that rule 3 left to
+// the budget because the application is disrupted.
+const unreadyDisrupted = "pod is not ready and the application is disrupted; "
+
 // protectsUnhealthy reports whether pdb's unhealthy-pod eviction policy
 // protects its not-Ready pods while the application is disrupted (rule 3):
 // IfHealthyBudget, also when unset; AlwaysAllow does not. A policy this
@@ -192,7 +196,7 @@ func protectsUnhealthy(pdb *policyv1.PodDisruptionBudget) bool {
 func pdbNumbers(st *policyv1.PodDisruptionBudgetStatus, n pending, ready bool) string {
 	var b strings.Builder
 	if !ready {
-		b.WriteString("pod is not ready and the application is disrupted; ")
+		b.WriteString(unreadyDisrupted)
 	}
 	fmt.Fprintf(&b, "%d healthy, %d desired, %d %s allowed%s", st.CurrentHealthy, st.DesiredHealthy, st.DisruptionsAllowed,
 		plural(st.DisruptionsAllowed, "disruption"), n.shortfall())
