@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -341,7 +342,47 @@ func (j *judge) judgeOne(logger klog.Logger, before []*judgedPair, p *judgedPair
 		j.result.Races = append(j.result.Races, Race{Budget: cb.ref, Disruption: c.d, Healthy: healthy, Desired: v.desired, KnownHealthy: known, KnownDesired: knownDesired})
 		return
 	}
+	if logger.V(2).Enabled() {
+		logger.V(2).Info("Disruption left its budget short", "budget", cb.ref, "pod", klog.KRef(c.key.namespace, c.key.name),
+			"component", c.d.Component, "action", c.d.Action, "received", c.req.received, "answered", c.req.answered,
+			"decided", cb.decided, "counted", cb.counted, "known", cb.known, "lag", j.lag,
+			"healthy", healthy, "desired", v.desired, "knownHealthy", known, "knownDesired", knownDesired,
+			"atCount", j.explainCount(cb.ref, v, cb.counted, before), "atKnowledge", j.explainCount(cb.ref, vk, k, before))
+	}
 	j.result.Violations = append(j.result.Violations, Violation{Budget: cb.ref, Disruption: c.d, Healthy: healthy, Desired: v.desired})
+}
+
+// explainCount says, pod by pod, how the judge counts budget ref at t
+// (view v): which pods it counts, which it leaves out and why. It is
+// the judge's reasoning for a violation, logged; it decides nothing.
+func (j *judge) explainCount(ref BudgetRef, v *budgetView, t time.Time, before []*judgedPair) []string {
+	if v == nil {
+		return []string{"budget not seen then"}
+	}
+	decidedBefore := map[types.UID]*judgedPair{}
+	for _, b := range before {
+		decidedBefore[b.c.pre.UID] = b
+	}
+	var out []string
+	wl := j.hist.workloadsAt(t)
+	for _, name := range j.hist.podNames[ref.Namespace] {
+		p := j.hist.podAt(podKey{ref.Namespace, name}, t)
+		if p == nil || !v.cov.covers(p, wl) {
+			continue
+		}
+		why := "counted"
+		switch b := decidedBefore[p.UID]; {
+		case b != nil:
+			why = fmt.Sprintf("left out: its %s by %s was decided before, at %s (received %s)", b.c.d.Action, b.c.d.Component,
+				b.cb.decided.Format(time.RFC3339Nano), b.c.req.received.Format(time.RFC3339Nano))
+		case v.out[name]:
+			why = "left out: in the status's disrupted or unavailable pods"
+		case !countsFor(v.pub, nil, name, p):
+			why = fmt.Sprintf("left out: not available (phase %s, deleting %v, ready %v)", p.Status.Phase, p.DeletionTimestamp != nil, podHealthy(p))
+		}
+		out = append(out, fmt.Sprintf("%s rv=%s: %s", name, p.ResourceVersion, why))
+	}
+	return out
 }
 
 // crossCheck compares a disruption by budgetguard that the judge found
