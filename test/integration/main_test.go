@@ -23,7 +23,10 @@ import (
 // cp is the control plane that all tests of this package share.
 var cp *sandbox.ControlPlane
 
-var verbose = flag.Bool("sandbox.verbose", false, "leave the logs of etcd, kube-apiserver and the controllers on")
+var (
+	verbose   = flag.Bool("sandbox.verbose", false, "leave the logs of etcd, kube-apiserver and the controllers on")
+	keepAudit = flag.String("audit.keep", "", "when a test failed, copy kube-apiserver's audit log to this path before it is removed (to trace a verdict of the auditor)")
+)
 
 // simulatedPUBLabel marks the PUBs whose status the sandbox simulates, as
 // OpenKruise's controller would write it; other tests write their PUBs'
@@ -83,6 +86,13 @@ func run(m *testing.M) int {
 	fmt.Printf("sandbox control plane started in %s\n", time.Since(began).Round(time.Millisecond))
 
 	code := m.Run()
+	if code != 0 && *keepAudit != "" {
+		if err := copyFile(auditLog, *keepAudit); err != nil {
+			fmt.Fprintf(os.Stderr, "keep the audit log: %v\n", err)
+		} else {
+			fmt.Printf("audit log kept in %s\n", *keepAudit)
+		}
+	}
 	if differentialSummary != "" {
 		fmt.Println(differentialSummary)
 	}
@@ -99,6 +109,15 @@ func run(m *testing.M) int {
 		fmt.Printf("peak RSS (VmHWM) of the test process: %s\n", hwm)
 	}
 	return code
+}
+
+// copyFile copies the file at from to a new file at to.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }
 
 // peakRSS returns the VmHWM line of /proc/self/status, or "" where there is
