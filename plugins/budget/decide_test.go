@@ -11,10 +11,10 @@ import (
 	"github.com/budgetguard/budgetguard/internal/testobj"
 )
 
-// TestDecideUnderOneBudgetAllocatesNothing holds the decision path to what
-// issue 14 asked of it: deciding for a pod under one budget, with other
-// pods' disruptions in flight and PUB support on, allocates nothing. It
-// counts allocations, not time.
+// TestDecideUnderOneBudgetAllocatesNothing: deciding for a pod under one
+// budget, with other pods' disruptions in flight and PUB support on,
+// allocates nothing (a preemption decides every potential victim of every
+// candidate node). It counts allocations, not time.
 func TestDecideUnderOneBudgetAllocatesNothing(t *testing.T) {
 	h := newHarness(t)
 	h.add(webPDB("web", pdbStatus{healthy: 10, desired: 5, allowed: 5}).Obj(),

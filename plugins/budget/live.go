@@ -375,9 +375,9 @@ func (x *liveIndex) sameBudgets(refs []liveRef, pdbs []*pdbEntry, pubs []*PUB) b
 // listed pod is never one deleted before it, and a pod the list lacks was
 // deleted (its event may be still to come). An event still to come may
 // deliver an object older than the listed one: podChangedLocked keeps the
-// newer. Listing outside the lock let an event handled in between be
-// overwritten by the older listed object: a pod that had just turned not
-// Ready counted healthy again, a pod deleted in between counted for ever.
+// newer. Listing outside the lock would let an event handled in between be
+// overwritten by the older listed object: a pod that has just turned not
+// Ready would count healthy again, a pod deleted in between for ever.
 func (c *Cache) recount(namespace string) {
 	if c.podLister == nil {
 		return
@@ -474,9 +474,10 @@ func (c *Cache) liveCounted() bool { return c.liveOn.Load() }
 // covers. Until the first full count (countAllOnce) it counts nothing: that
 // count comes after every informer's initial list, and covers every event
 // of those lists. Counting a namespace again for each budget of an initial
-// list cost a pass over the namespace's pods per budget: at 30,000 pods
-// and 3,000 PDBs in one namespace the Cache took longer than two minutes to
-// sync, and the descheduler's BudgetAwareEvictor refused every pod.
+// list would cost a pass over the namespace's pods per budget: at 30,000
+// pods and 3,000 PDBs in one namespace the Cache would take longer than two
+// minutes to sync, and the descheduler's BudgetAwareEvictor would refuse
+// every pod meanwhile.
 func (c *Cache) recountChanged(namespace string) {
 	if c.recountsOn.Load() {
 		c.recount(namespace)

@@ -27,8 +27,9 @@ func notReady(name string) *v1.Pod { return webPod(name).Ready(false).Obj() }
 // would leave 2 healthy pods of 3 desired, so it is refused, naming the
 // budget and both counts; the Eviction API, deciding on the status, would
 // allow it. Once the status counts b, the refusal is the status's own; once
-// b is Ready again and counted, a may go. Before, a was allowed while b
-// was not Ready (seen under make soak: PUB app-03 left 2 available of 3).
+// b is Ready again and counted, a may go. On the status alone, a would go
+// while b is not Ready and leave the budget short (as make soak found with
+// PUB app-03: 2 available of 3).
 func TestLiveCountRefusesWhatTheStatusHasNotCounted(t *testing.T) {
 	h := newHarness(t)
 	h.add(webPDB("web", pdbStatus{healthy: 4, desired: 3, allowed: 1}).Obj())
@@ -152,7 +153,7 @@ func TestLiveCountOfAPUB(t *testing.T) {
 // webhook follows the annotation) but not counted. So the live count of PUB
 // web is 3 of its own pods, not 4: were the stray pod counted, a decision
 // after one of web's pods turned not Ready would see 3 healthy of 3 desired
-// where Kruise sees 2. Before, annotated pods were counted too.
+// where Kruise sees 2.
 func TestLiveCountOfAPUBCountsAsKruisesController(t *testing.T) {
 	h := newHarness(t)
 	h.add(pub("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).MatchLabels("app", "web").Obj())
@@ -180,8 +181,8 @@ func digestPod(name, imageID string) *v1.Pod {
 // (IsPodStateConsistent). Pod d's spec asks for a digest that its status's
 // imageID does not run yet (an update in place under way): Ready, but not
 // available, so PUB web counts 3 of its 4 Ready pods, and once c turns not
-// Ready too a disruption of a is refused. Before, d was counted, and a
-// was let go with 2 available of 2 desired left as Kruise counts them.
+// Ready too a disruption of a is refused. Were d counted, a would be let
+// go with 2 available of 2 desired left as Kruise counts them.
 func TestLiveCountOfAPUBLeavesOutInconsistentPods(t *testing.T) {
 	h := newHarness(t)
 	h.add(pub("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).MatchLabels("app", "web").Obj())
@@ -299,9 +300,10 @@ func TestStatusAloneUntilThePodInformerHasSynced(t *testing.T) {
 // down), so a is still Ready, and the PDB's spec has since been raised to
 // 3 desired. Under rule 4 a preemption delete of a spends nothing new, but
 // taking it leaves 2 healthy pods of 3 desired: refused. With 2 desired
-// the app keeps its budget without a, and a may go. Before, a recorded pod
-// was always free to delete (seen under TestPromiseAllActors: PDB app-09
-// left 2 healthy of 4 desired). The same holds for a PUB's record.
+// the app keeps its budget without a, and a may go. A recorded pod always
+// free to delete would leave the budget short (as TestPromiseAllActors
+// found with PDB app-09: 2 healthy of 4 desired). The same holds for a
+// PUB's record.
 func TestRecordedReadyPodIsFreeOnlyAboveTheBudget(t *testing.T) {
 	for _, tc := range []struct {
 		desired int32
@@ -329,9 +331,9 @@ func TestRecordedReadyPodIsFreeOnlyAboveTheBudget(t *testing.T) {
 // run reads workloads from another cluster than its pods). The pods are not
 // covered yet, so the PUB counts none healthy and would refuse every
 // disruption; when the ReplicaSet arrives, its namespace is counted again.
-// Before, the count stayed at 0 until the next minute's recount (seen as a
-// dry run predicting 0 evictions that the PUB allowed, once, under
-// TestDeschedulerDryRunHonoursPUBByTargetRef on a cold machine).
+// Left to the next minute's recount, the count would stay at 0 until then,
+// and a dry run would predict 0 evictions that the PUB allows (as
+// TestDeschedulerDryRunHonoursPUBByTargetRef once did on a cold machine).
 func TestLiveCountFollowsAWorkloadThatAppearsLate(t *testing.T) {
 	h := newHarness(t)
 	h.add(pub("web", pdbStatus{healthy: 3, desired: 2, allowed: 1}).TargetRef("apps/v1", "ReplicaSet", "web").Obj())
@@ -613,8 +615,8 @@ func TestRecountPrunesPodsTheListLacks(t *testing.T) {
 
 // TestCoverageEntriesGoWithTheirPods: the live index keeps a coverage entry
 // only for namespaces it counts pods of; pods and budgets that come and go
-// in many namespaces leave none behind. Before, every namespace ever seen
-// kept one (a pod without any budget included).
+// in many namespaces leave none behind, so the index does not keep one for
+// every namespace ever seen (a pod without any budget included).
 func TestCoverageEntriesGoWithTheirPods(t *testing.T) {
 	h := newHarness(t)
 	for i := range 50 {

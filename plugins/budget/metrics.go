@@ -18,10 +18,11 @@ const MetricsNamespace = "budgetguard"
 // metricsSubsystem is the subsystem of the cache's gauges.
 const metricsSubsystem = "cache"
 
-// The gauges DESIGN.md asks of every component: how many disruptions the
-// ledger holds, and how many budgets of each kind the cache indexes. The
-// counters of decisions and refusals belong to the plugins, which know the
-// extension point.
+// The gauges every component exports (docs/design.md, Gauges): how many
+// disruptions the ledger holds, how many budgets of each kind the cache
+// indexes, whether PUBs are taken into account, and why the cache is not
+// synced. The counters of decisions and refusals belong to the plugins,
+// which know the extension point.
 var (
 	ledgerReservationsDesc = metrics.NewDesc(metrics.BuildFQName(MetricsNamespace, metricsSubsystem, "ledger_reservations"),
 		"Disruptions budgetguard has started and reserved in its ledger that no budget status counts yet.",

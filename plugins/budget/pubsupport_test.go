@@ -46,9 +46,8 @@ func (d *switchableDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1
 // Only "not served" turns PUB support off, and the cache is then synced;
 // once the API is served (OpenKruise installed after budgetguard), PUB
 // support turns on without a restart, the PUB's pods are decided under it,
-// and the gauge says so. Before, a discovery error at start-up turned PUB
-// support off while the cache reported itself synced: every PUB-protected
-// pod could go.
+// and the gauge says so. A discovery error never turns PUB support off: a
+// cache synced without PUBs would let every PUB-protected pod go.
 func TestPUBSupportFollowsTheAPI(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig())), 30*time.Second)

@@ -97,7 +97,7 @@ func TestRecordPUBDisruption(t *testing.T) {
 // after the record, and a later one deleted the Ready pod as already
 // counted). unavailableAllowed is not raised: the PUB's controller
 // recomputes it. An entry written since by someone else (another time) is
-// left alone. Before, nothing took a record back.
+// left alone.
 func TestUndoPUBRecords(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 500, time.UTC)
@@ -143,7 +143,7 @@ func TestUndoPUBRecords(t *testing.T) {
 
 // TestRecordPUBDisruptionsTakesBackWhatItWroteWhenOnePUBRefuses: the pod is
 // not disrupted when its second PUB refuses, so the first PUB's record is
-// taken back. Before, it stayed.
+// taken back: left behind, it would make the pod free later under rule 5.
 func TestRecordPUBDisruptionsTakesBackWhatItWroteWhenOnePUBRefuses(t *testing.T) {
 	ctx := context.Background()
 	client := kruisefake.NewSimpleClientset(

@@ -130,8 +130,8 @@ func (p pending) shortfall() string {
 	return b.String()
 }
 
-// evaluatePDB applies rules 3 and 4 of DESIGN.md for one covering PDB,
-// counting n against it.
+// evaluatePDB applies rules 3 and 4 (docs/design.md, Budget rules) for one
+// covering PDB, counting n against it.
 func evaluatePDB(pod *v1.Pod, pdb *policyv1.PodDisruptionBudget, op Operation, n pending) verdict {
 	st := &pdb.Status
 	inflight := n.total()
@@ -277,8 +277,9 @@ func pubExempts(pod *v1.Pod, pub *PUB, op Operation) bool {
 	return ignored || pub.Status.DesiredAvailable == 0 || !pubProtects(pub, op)
 }
 
-// evaluatePUB applies rule 5 of DESIGN.md for one covering PUB, in the order
-// of Kruise's PodUnavailableBudgetValidatePod, counting n against it.
+// evaluatePUB applies rule 5 (docs/design.md, Budget rules) for one covering
+// PUB, in the order of Kruise's PodUnavailableBudgetValidatePod, counting n
+// against it.
 func evaluatePUB(pod *v1.Pod, pub *PUB, op Operation, n pending) verdict {
 	st := &pub.Status
 	if pubExempts(pod, pub, op) {

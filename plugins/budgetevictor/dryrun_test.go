@@ -41,8 +41,8 @@ func countingOptions(kruiseCalls, workloadCalls *atomic.Int32, workloads kuberne
 // In a dry run the descheduler builds every profile twice: on the real
 // client and factory, then on its fake cluster, and throws the first build
 // away. The first build must start nothing: no budget cache on the real
-// factory, no Kruise watch. It used to start both, so a dry run ran two
-// caches with duplicate watches.
+// factory, no Kruise watch; otherwise a dry run runs two caches with
+// duplicate watches.
 func TestDryRunFirstBuildStartsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -118,10 +118,10 @@ func touchPDB(t *testing.T, c *fake.Clientset, name string) {
 
 // A dry run predicts what a real run does loop after loop. The fake cluster
 // never records an eviction in the budget's status and the descheduler
-// restores the "evicted" pods after each loop, so a later loop used to see
-// the budget free again and the restored pod evictable: it predicted the
-// one allowed disruption once per loop. A real run's second loop finds the
-// pod gone and the budget spent.
+// restores the "evicted" pods after each loop, so without the dry run's
+// holds a later loop would see the budget free again and the restored pod
+// evictable, and predict the one allowed disruption once per loop. A real
+// run's second loop finds the pod gone and the budget spent.
 func TestDryRunPredictsLoopAfterLoop(t *testing.T) {
 	var kruiseCalls, workloadCalls atomic.Int32
 	dry := fake.NewClientset(objects(webPDB("web", 1).Obj(), "a", "b", "c")...)

@@ -216,8 +216,8 @@ func TestGateOnARealClientset(t *testing.T) {
 // names the pod only. A pod that is not Ready spends none of its budget, so
 // the gate's eviction carries the resourceVersion it was decided on (and
 // its UID): one that turned Ready before the request landed is refused
-// with a conflict rather than taken unaccounted. Before, the gate
-// forwarded the body unchanged.
+// with a conflict rather than taken unaccounted. The descheduler's body
+// carries no preconditions, so the gate adds them.
 func TestGateSendsTheDecidedPodsPreconditions(t *testing.T) {
 	srv, real := realClientset(t)
 	notReady := webPod("a").ResourceVersion("7").Ready(false).Obj()
@@ -347,9 +347,9 @@ func TestEvictionTarget(t *testing.T) {
 
 // TestGateFollowsTheLatestCache: the descheduler built again on the same
 // client with a new informer factory (the sandbox does so for every
-// deschedule step) decides on the new cache. The gate used to stay bound to
-// the first cache it met, which had stopped: pods created since passed
-// unchecked and known pods were judged on frozen numbers.
+// deschedule step) decides on the new cache. Bound to the first cache it
+// met, which has stopped, the gate would pass pods created since unchecked
+// and judge known pods on frozen numbers.
 func TestGateFollowsTheLatestCache(t *testing.T) {
 	srv, real := realClientset(t)
 	// The first build saw a budget with room for 2; by the second the

@@ -36,7 +36,7 @@ import (
 // PUB's status (disruptedPods, unavailableAllowed - 1) before it sends the
 // eviction, as OpenKruise's webhook would; every other process then counts
 // it. The next eviction the PUB does not allow is refused before the server.
-// Before, the only record was the descheduler's ledger.
+// The descheduler's ledger alone is seen by no other process.
 func TestGateRecordsPUBDisruptionBeforeTheEviction(t *testing.T) {
 	// kruise-api's generated fake clientset never sends the initial-events
 	// bookmark of a streaming list.
@@ -69,8 +69,8 @@ func TestGateRecordsPUBDisruptionBeforeTheEviction(t *testing.T) {
 // its record is taken back: otherwise rule 5 counts b as already disrupted,
 // and its next eviction is sent as free while the PUB allows nothing (found
 // by TestPromiseAllActors). An eviction whose outcome is unknown (a 500)
-// keeps its record. Before, the record stayed and the server saw b's
-// eviction twice.
+// keeps its record. A record left behind after a refusal would let the
+// server see b's eviction twice.
 func TestGateTakesBackThePUBRecordWhenTheServerRefuses(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	srv, real := realClientset(t)
@@ -144,8 +144,8 @@ func pluginWithWebPUB(t *testing.T, real *kubernetes.Clientset) (*BudgetAwareEvi
 // API cannot be built, nobody can tell whether PUBs protect a pod, so every
 // eviction is refused, naming why; once it can, the cache is built, PUB
 // support follows the API, and a PUB-protected pod is decided under its
-// PUB. Before, PUB support was off for the life of the process, and the
-// PUB-protected pod went.
+// PUB. Turning PUB support off for the life of the process instead would
+// let the PUB-protected pod go.
 func TestNoKruiseClientRefusesUntilThereIsOne(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	kc := kruisefake.NewSimpleClientset(testobj.MakePUB().Namespace(ns).Name("web").Generation(1).MatchLabels("app", "web").
@@ -199,9 +199,10 @@ func TestNoKruiseClientRefusesUntilThereIsOne(t *testing.T) {
 // TestGateRechecksAfterThePUBRecord: writing the PUB record takes a round
 // trip, in which a covered pod may turn not Ready. The gate checks the live
 // count again just before it sends the eviction: it refuses
-// (StatusBehindPods), takes the record back, and sends nothing. Before, the
-// eviction went and left the PUB short (seen in make soak: a pod of PUB
-// app-04 turned not Ready 17 ms before the descheduler's record).
+// (StatusBehindPods), takes the record back, and sends nothing. Without
+// that check the eviction would go and leave the PUB short (as make soak
+// found: a pod of PUB app-04 turned not Ready 17 ms before the
+// descheduler's record).
 func TestGateRechecksAfterThePUBRecord(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	srv, real := realClientset(t)
@@ -252,12 +253,12 @@ func TestGateRechecksAfterThePUBRecord(t *testing.T) {
 // sent: refused (StatusBehindPods), never sent, and c's record, which the
 // refusal shows to be of a pod that stays, released.
 //
-// Before, when the cache had not seen the kept record, the retry's record
-// step found it already in the PUB and reused it, and the live count was not
-// checked again after that round trip: b's change, seen during it, was
-// missed and the eviction sent, leaving 1 of 2. When the cache had seen it,
-// the retry was refused but the record stayed, so that rule 5 took c's
-// later disruptions as already counted.
+// Both ways of failing are tested. When the cache has not seen the kept
+// record, the retry's record step finds it already in the PUB and reuses
+// it; without a live-count check after that round trip, b's change, seen
+// during it, would be missed and the eviction sent, leaving 1 of 2. When
+// the cache has seen it, the retry is refused; if the record stayed, rule 5
+// would take c's later disruptions as already counted.
 func TestGateRetryAfterAnUnknownOutcomeDecidesAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -345,8 +346,9 @@ func TestGateRetryAfterAnUnknownOutcomeDecidesAgain(t *testing.T) {
 // Ready: the API server's PUB counts 1 available of 2 desired without c,
 // while the gate's cache has not seen it. The gate reads the PUB from the
 // API server and refuses c (InsufficientBudget) before the server sees the
-// eviction. Before, c was evicted on the old record (the scheduler did the
-// same in TestPromiseAllActorsUnderFaults, seed 7).
+// eviction, rather than evicting c on the old record, which would leave the
+// PUB short (as TestPromiseAllActorsUnderFaults, seed 7, found with the
+// scheduler).
 func TestGateRefusesARecordedPodOnAShortPUB(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	srv, real := realClientset(t)

@@ -377,10 +377,10 @@ const disruptAttempts = 3
 //   - changed otherwise (it turned Ready, was relabelled): the conflict
 //     stands, and the candidate aborts; the next cycle decides again.
 //
-// Before, every conflict aborted the candidate, and upstream's Executor
-// cancelled the candidate's other requests in flight: a delete cancelled
-// between its two writes leaves a pod terminating that only a kubelet
-// finishes, and preemptors nominated to its node wait for it.
+// A conflict alone does not abort the candidate, because an abort makes
+// upstream's Executor cancel the candidate's other requests in flight: a
+// delete cancelled between its two writes leaves a pod terminating that
+// only a kubelet finishes, and preemptors nominated to its node wait for it.
 func (pl *BudgetAwarePreemption) disrupt(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *v1.Pod, op budget.Operation, pluginName string) error {
 	decided := victim
 	for attempt := 1; ; attempt++ {

@@ -227,8 +227,8 @@ func (e *env) postFilterN1(t *testing.T, p *v1.Pod) (*fwk.PostFilterResult, *fwk
 // handler (handleSchedulingFailure) clear the preemptor's nomination and
 // mark it Unschedulable: an Unschedulable status naming the budget (an
 // Error status loses the result in RunPostFilterPlugins) with a result
-// that overrides the nomination with "". The plugin no longer patches the
-// nomination itself, which raced that handler. Every later cycle answers
+// that overrides the nomination with "". The plugin does not patch the
+// nomination itself, which would race that handler. Every later cycle answers
 // the same while the budget denies the victim.
 func TestRefusalClearsNominationThroughScheduler(t *testing.T) {
 	e, _, p := refusedEnv(t)

@@ -21,8 +21,8 @@ import (
 // from whichever parallel call comes first: here web-0, upstream's last
 // victim, goes before upstream registers it, and its removal may be spent
 // while the preemptor is kept out. The plugin activates the preemptor once
-// the last victim is registered. Before, nothing did: the preemptor could
-// stay nominated in the unschedulable pool.
+// the last victim is registered; otherwise the preemptor could stay
+// nominated in the unschedulable pool.
 func TestAsyncPreemptionActivatesWhenTheGateTookTheLastVictim(t *testing.T) {
 	p := preemptor("2", 100)
 	pods := []*v1.Pod{

@@ -29,12 +29,13 @@ import (
 //     every node that breaks no more budgets. Spending an allowed disruption
 //     keeps every promise; landing on a node that is about to go away moves
 //     the preemptor and its neighbours again soon;
-//  3. Strict only: fewest budget-spending victims (DESIGN.md: Strict
-//     prefers fewer of them, then upstream's order). Upstream counts only
-//     victims beyond what a budget allows, which BestEffort's first
-//     criterion already has; so BestEffort keeps upstream's order
-//     (upstream's TestPDBInPreemption, "a node with fewer PDB violating
-//     pods is preferred", takes three victims within the budget over two);
+//  3. Strict only: fewest budget-spending victims (docs/design.md,
+//     Candidate selection: Strict prefers fewer of them, then upstream's
+//     order). Upstream counts only victims beyond what a budget allows,
+//     which BestEffort's first criterion already has; so BestEffort keeps
+//     upstream's order (upstream's TestPDBInPreemption, "a node with fewer
+//     PDB violating pods is preferred", takes three victims within the
+//     budget over two);
 //  4. the lowest highest-priority victim, the lowest sum of victim
 //     priorities, the fewest victims, and the latest start time of the
 //     highest-priority victims: upstream's remaining criteria.

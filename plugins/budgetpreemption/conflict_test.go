@@ -28,8 +28,8 @@ const holdFinalizer = "budgetguard.test/hold"
 // disruptor before this preemption's request lands, as when concurrent
 // preemptions share a victim. A victim that the other disruptor only marked
 // (DisruptionTarget) still goes; one already terminating counts as gone.
-// Before, both answered 409 and aborted the candidate (upstream's Executor
-// then cancels the candidate's other requests in flight). A victim that
+// Neither 409 aborts the candidate (an abort makes upstream's Executor
+// cancel the candidate's other requests in flight). A victim that
 // was marked and also turned Ready, or was relabelled, is not the pod
 // decided on: the conflict stands and the pod stays.
 func TestVictimTakenByAnotherDisruptorFirst(t *testing.T) {

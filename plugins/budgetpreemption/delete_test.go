@@ -48,8 +48,9 @@ func deleteActuation(t *testing.T, pods []*v1.Pod, pdb *policyv1.PodDisruptionBu
 // TestVictimDecidedAsTheClusterHasItNow: the snapshot saw web-3 not Ready,
 // so taking it spent nothing (the PDB's 3 healthy pods meet its 3 desired);
 // it has turned Ready since. The reservation re-reads the victim and the
-// budget, which allows nothing, refuses it. Before, the snapshot's object
-// was decided, allowed, and deleted: the PDB went to 2 healthy of 3.
+// budget, which allows nothing, refuses it. Decided on the snapshot's
+// object, it would be allowed and deleted, and the PDB would go to 2
+// healthy of 3.
 func TestVictimDecidedAsTheClusterHasItNow(t *testing.T) {
 	pods := replicas("web", "n1", "web", true, 0, 0, 0, 0)
 	e, deleted := deleteActuation(t, pods, appPDB("web", 3, 3, 0).Obj())
@@ -72,8 +73,8 @@ func TestVictimDecidedAsTheClusterHasItNow(t *testing.T) {
 // TestVictimReplacedUnderItsNameIsNotDeleted: the snapshot's web-3 was
 // replaced by a new pod of the same name (a StatefulSet does that). The old
 // victim is gone, so there is nothing to disrupt; the new pod is not a
-// victim, though its budget would allow it. Before, the delete went by name
-// and took the new pod.
+// victim, though its budget would allow it. A delete by name alone would
+// take the new pod; the delete carries the old pod's UID.
 func TestVictimReplacedUnderItsNameIsNotDeleted(t *testing.T) {
 	pods := replicas("web", "n1", "web", true, 0, 0, 0, 0)
 	e, deleted := deleteActuation(t, pods, appPDB("web", 4, 3, 1).Obj())
@@ -129,8 +130,8 @@ func TestDeleteVictimCarriesPreconditions(t *testing.T) {
 // victim whose disruption a PDB allows and counts goes through the Eviction
 // API, so the API server records it in the PDB's status for every other
 // process to see; a victim that spends nothing is deleted. An overriding
-// preemptor's victims are all deleted. Before, every victim was deleted and
-// the only record of the spent disruption was this process's ledger.
+// preemptor's victims are all deleted. Were a spending victim deleted, the
+// only record of the spent disruption would be this process's ledger.
 func TestDeleteActuationEvictsBudgetSpendingVictims(t *testing.T) {
 	web := replicas("web", "n1", "web", true, 0, 0)
 	free := replicas("free", "n1", "", true, 0)
@@ -181,7 +182,7 @@ func TestDeleteActuationEvictsBudgetSpendingVictims(t *testing.T) {
 // PodUnavailableBudget, so a victim that spends one is recorded in the
 // PUB's status (disruptedPods, unavailableAllowed - 1) before it is deleted,
 // as OpenKruise's webhook would; every other process then counts it.
-// Before, the only record was this process's ledger.
+// This process's ledger alone is seen by no other process.
 func TestPUBDisruptionRecordedBeforeTheVictimGoes(t *testing.T) {
 	testPUBDisruptionRecorded(t, false)
 }
@@ -190,9 +191,9 @@ func TestPUBDisruptionRecordedBeforeTheVictimGoes(t *testing.T) {
 // already holds web-0 (an earlier cycle's or another profile's reservation
 // that was not actuated), so the candidate's plan spends nothing new on
 // it. Its disruption must still be recorded in the PUB's status before it
-// is deleted. Before, it was deleted unrecorded, and the descheduler,
-// deciding on the PUB's status, spent the same allowance again (seen under
-// TestPromiseAllActors: PUB app-03 left 2 available of 3 desired).
+// is deleted: deleted unrecorded, the descheduler, deciding on the PUB's
+// status, would spend the same allowance again (as TestPromiseAllActors
+// found with PUB app-03: 2 available of 3 desired).
 func TestPUBDisruptionRecordedForAVictimAnEarlierReservationHolds(t *testing.T) {
 	testPUBDisruptionRecorded(t, true)
 }
@@ -233,7 +234,7 @@ func testPUBDisruptionRecorded(t *testing.T, heldBefore bool) {
 // taken back; left behind, rule 5 would count web-0 as already disrupted,
 // and a later preemption would take it, Ready, while the PUB allows
 // nothing (found by TestPromiseAllActors). A victim whose outcome is
-// unknown (a timeout) keeps its record. Before, every record stayed.
+// unknown (a timeout) keeps its record.
 func TestPUBRecordTakenBackWhenTheVictimIsRefused(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	for _, tc := range []struct {
@@ -270,9 +271,9 @@ func TestPUBRecordTakenBackWhenTheVictimIsRefused(t *testing.T) {
 // db-1 turns not Ready; the disruption controller has not written db's
 // status yet, which still allows one disruption. Taking db-0 now would
 // leave 1 healthy db pod of 2 desired, so it is refused just before it
-// goes (StatusBehindPods), not evicted. Before, db-0 was evicted on the
-// reservation's decision (seen under make soak: PUB app-04 left 2
-// available of 3 desired, a pod having turned not Ready between the
+// goes (StatusBehindPods), not evicted on the reservation's decision,
+// which would leave the budget short (as make soak found with PUB app-04:
+// 2 available of 3 desired, a pod having turned not Ready between the
 // reservation and the delete).
 func TestVictimRecheckedAgainstTheLiveCountBeforeItGoes(t *testing.T) {
 	web := replicas("web", "n1", "web", true, 0, 0, 0)
@@ -359,8 +360,8 @@ func withPUB(t *testing.T, e *env, pub *kruisepolicy.PodUnavailableBudget) (*kru
 // TestVictimRecheckedAfterItsPUBRecord: web-1 turns not Ready while web-0's
 // disruption is written into PUB web (a round trip). The victim is checked
 // against the live count once more before it goes: refused
-// (StatusBehindPods), not deleted, and its record taken back. Before, the
-// only check came before the record.
+// (StatusBehindPods), not deleted, and its record taken back: a check
+// before the record alone would miss the change.
 func TestVictimRecheckedAfterItsPUBRecord(t *testing.T) {
 	e, pods, kc, bc := deleteEnvWithWebPUB(t)
 	cs := e.fw.ClientSet()
@@ -406,11 +407,11 @@ func TestVictimRecheckedAfterItsPUBRecord(t *testing.T) {
 // actuation, a victim that spends a PodDisruptionBudget is evicted (see
 // deletes), so its PodUnavailableBudgets are decided as for an eviction.
 // PUB web protects EVICT only and allows nothing: web-0, which spends PDB
-// web, is refused, naming the PUB, and nothing is disrupted. Before, every
-// victim's PUBs were decided as for a delete, which PUB web does not
-// protect: web-0 was planned free under it, evicted, and the PUB broken
-// (with OpenKruise's webhook, refused with a 403 every cycle). Without a
-// PDB, web-0 is deleted, which the same PUB lets go.
+// web, is refused, naming the PUB, and nothing is disrupted. Decided as for
+// a delete, which PUB web does not protect, web-0 would be planned free
+// under it, evicted, and the PUB broken (with OpenKruise's webhook, refused
+// with a 403 every cycle). Without a PDB, web-0 is deleted, which the same
+// PUB lets go.
 func TestDeleteActuationDecidesPUBsUnderTheVictimsOperation(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	for _, tc := range []struct {
@@ -462,9 +463,9 @@ func TestDeleteActuationDecidesPUBsUnderTheVictimsOperation(t *testing.T) {
 // cache allowed web-0 under PUB web, but the PUB as the API server has it
 // allows nothing now (the cache lags), so its record is refused. web-0 is
 // deleted all the same, unrecorded, and no refusal is remembered against
-// the preemptor. Before, the refused record left web-0 in place and the
-// preemptor refused, as if it were bound by the budget. A preemptor below
-// the threshold is refused, and web-0 stays.
+// the preemptor: it is not bound by the budget, so a refused record does
+// not stop it. A preemptor below the threshold is refused, and web-0
+// stays.
 func TestOverridingPreemptorIsNotRefusedByAPUBRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -505,9 +506,9 @@ func TestOverridingPreemptorIsNotRefusedByAPUBRecord(t *testing.T) {
 // server's PUB counts 1 available of 2 desired without web-0, but the
 // cache has not seen that yet and still counts every pod Ready. web-0 is
 // refused on the PUB read from the API server (InsufficientBudget), not
-// deleted. Before, it was deleted on its old record (found by
-// TestPromiseAllActorsUnderFaults, seed 7: PUB app-03 left 2 available of
-// 3 desired).
+// deleted on its old record, which would leave the PUB short (as
+// TestPromiseAllActorsUnderFaults, seed 7, found with PUB app-03: 2
+// available of 3 desired).
 func TestVictimRecordedInAShortPUBIsNotTakenOnItsOldRecord(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	pods := replicas("web", "n1", "web", true, 0, 0, 0)

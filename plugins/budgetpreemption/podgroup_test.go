@@ -364,8 +364,8 @@ func TestGangRefusalActivatesTheGroupWhenItRunsOut(t *testing.T) {
 // mode a unit its budget denies is reprieved before one that spends a
 // budget within its allowance, whatever their importance: of two where
 // one must go, the allowed one goes, though the denied one is less
-// important. Before, denied and spending units were one class, ordered by
-// importance alone, and the denied one went.
+// important. Were denied and spending units one class, ordered by
+// importance alone, the denied one would go.
 func TestGangBestEffortSparesDeniedVictimsFirst(t *testing.T) {
 	bestEffort := DefaultArgs()
 	bestEffort.Mode = ModeBestEffort

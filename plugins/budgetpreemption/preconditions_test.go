@@ -21,7 +21,7 @@ import (
 // budget because it is not Ready is evicted with the resourceVersion it was
 // decided on, so that one which turned Ready before the eviction landed is
 // refused with a conflict, not taken unaccounted (its PUB, which no API
-// server checks, would be broken). Before, evictions carried the UID alone.
+// server checks, would be broken); the UID alone does not catch that.
 func TestEvictionCarriesTheDecidedPodsPreconditions(t *testing.T) {
 	var mu sync.Mutex
 	bodies := map[string][]byte{}

@@ -189,7 +189,8 @@ func budgetMayFree(oldObj, newObj any) bool {
 	return false
 }
 
-// pdbMayFree follows the Eviction API's checks (DESIGN.md, rules 2 to 4).
+// pdbMayFree follows the Eviction API's checks: rules 2 to 4 (docs/design.md,
+// Budget rules).
 func pdbMayFree(o, n *policyv1.PodDisruptionBudget) bool {
 	if !equality.Semantic.DeepEqual(o.Spec, n.Spec) {
 		return true
@@ -205,8 +206,9 @@ func pdbMayFree(o, n *policyv1.PodDisruptionBudget) bool {
 		len(is.DisruptedPods) < len(was.DisruptedPods)
 }
 
-// pubMayFree follows OpenKruise's PUB checks (DESIGN.md, rule 5); the
-// protected operations are in the spec (v1beta1), or in an annotation.
+// pubMayFree follows OpenKruise's PUB checks: rule 5 (docs/design.md, Budget
+// rules); the protected operations are in the spec (v1beta1), or in an
+// annotation.
 func pubMayFree(o, n *budget.PUB) bool {
 	if !equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
 		o.Annotations[budget.AnnotationPUBProtectOperations] != n.Annotations[budget.AnnotationPUBProtectOperations] {

@@ -88,10 +88,10 @@ func expectActivated(t *testing.T, h *refusingHandle, p *v1.Pod, within time.Dur
 // TestPreemptorRefusedByA429RequeuedWhenTheBudgetFrees: the API server
 // refused the victim the cache allowed (the cache was behind). When the
 // PDB's status then frees, the preemptor is activated, and its next cycle
-// tries the node again: the cache has caught up. Before, PostFilter forgot
-// the preemptor (no budget denial was recorded in the cycle), and the node
-// stayed refused until the refusal ran out: the preemptor waited for the
-// queue's 5-minute flush.
+// tries the node again: the cache has caught up. No budget denial is
+// recorded in the cycle, so PostFilter must remember the preemptor itself;
+// forgotten, it would wait for the queue's 5-minute flush, and the node
+// would stay refused until the refusal ran out.
 func TestPreemptorRefusedByA429RequeuedWhenTheBudgetFrees(t *testing.T) {
 	e, h, srv, p := apiRefusesEnv(t)
 	if _, status := e.postFilterN1(t, p); status.IsSuccess() {
@@ -140,8 +140,8 @@ func TestPreemptorRefusedByA429RequeuedWhenTheBudgetFrees(t *testing.T) {
 // the webhook counts on a status the cache has not seen). That is a budget
 // refusal as much as the Eviction API's 429: the next cycle finds the node
 // refused, naming the webhook's answer, and web-0 is not posted again.
-// Before, only 429s and the cache's own denials were remembered, so every
-// cycle tried the same candidate again. An RBAC 403 is not a budget's
+// Remembering only 429s and the cache's own denials would make every cycle
+// try the same candidate again. An RBAC 403 is not a budget's
 // refusal and is not remembered.
 func TestPreemptorRefusedByAWebhookIsRemembered(t *testing.T) {
 	for _, tc := range []struct {
@@ -174,8 +174,8 @@ func TestPreemptorRefusedByAWebhookIsRemembered(t *testing.T) {
 
 // TestPreemptorRetriedWhenItsRefusalRunsOut: nothing about the budget
 // changes after the 429, so nothing but the refusal's end can requeue the
-// preemptor; when it runs out, the preemptor is activated. Before, it
-// waited for the queue's 5-minute flush.
+// preemptor; when it runs out, the preemptor is activated rather than left
+// to the queue's 5-minute flush.
 func TestPreemptorRetriedWhenItsRefusalRunsOut(t *testing.T) {
 	e, h, _, p := apiRefusesEnv(t)
 	e.pl.refused.ttl = 100 * time.Millisecond
@@ -208,9 +208,9 @@ func TestPreemptorsRequeuedWhenAReservationEndsUnused(t *testing.T) {
 // TestPreemptorTurnedAwayWhilePUBSupportStartsIsRequeued: the cache synced
 // without PUBs (not served), then the API became served; until the PUB
 // informer has listed, the cache is not synced again, and PostFilter turns
-// preemptors away naming that. Once it has, they are activated. Before,
-// only the first sync requeued anything: such a preemptor waited for the
-// queue's 5-minute flush.
+// preemptors away naming that. Once it has, they are activated: every
+// sync requeues, not only the first, or such a preemptor would wait for
+// the queue's 5-minute flush.
 func TestPreemptorTurnedAwayWhilePUBSupportStartsIsRequeued(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	p := preemptor("2", 100)
@@ -263,9 +263,10 @@ func TestPreemptorTurnedAwayWhilePUBSupportStartsIsRequeued(t *testing.T) {
 // counts 5 healthy pods, but the pod informer has 4 (the fifth turned Ready
 // in the status's eyes before the informer delivered it): StatusBehindPods.
 // When the informer catches up there is no budget event to requeue the
-// preemptor, so it is retried shortly after the refusal. Before, it waited
-// for the scheduling queue's 5-minute flush (seen in CI:
-// TestPreemptionRequeueLatencyAfterReplacementReady, one round in ten).
+// preemptor, so it is retried shortly after the refusal rather than at the
+// scheduling queue's 5-minute flush (which
+// TestPreemptionRequeueLatencyAfterReplacementReady met in CI, one round in
+// ten, without the retry).
 func TestPreemptorRefusedWhileTheStatusIsBehindIsRetried(t *testing.T) {
 	p := preemptor("1", 100)
 	e := newEnv(t, nil, []*v1.Node{node("n1")}, append(replicas("web", "n1", "web", true, 0, 0, 0, 0), p), []*policyv1.PodDisruptionBudget{appPDB("web", 5, 4, 1).Obj()})

@@ -40,9 +40,9 @@ func (d *lateKruise) ServerResourcesForGroupVersion(gv string) (*metav1.APIResou
 
 // TestPreemptorRequeuedWhenPUBFreesAfterPUBSupportTurnedOnLate: when PUB
 // support turns on after start-up, a preemptor blocked by a PUB is
-// activated when the PUB frees. The requeue handler used to be registered
-// on the PUB informer only if PUB support was on at start-up, so such a
-// preemptor waited for the queue's 5-minute flush.
+// activated when the PUB frees: the requeue handler is registered on the
+// PUB informer when PUB support turns on, not only at start-up, or such a
+// preemptor would wait for the queue's 5-minute flush.
 func TestPreemptorRequeuedWhenPUBFreesAfterPUBSupportTurnedOnLate(t *testing.T) {
 	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
 	_, ctx := ktesting.NewTestContext(t)

@@ -249,8 +249,8 @@ func TestSelectVictims(t *testing.T) {
 	override := DefaultArgs()
 	override.OverrideBudgetsAtPriority = ptr.To[int32](1000)
 
-	// The anchor of DESIGN.md: 4 Ready pods under maxUnavailable 1 fill a
-	// 4-CPU node; the preemptor needs 2 CPU.
+	// The anchor scenario (docs/design.md, The anchor scenario): 4 Ready pods
+	// under maxUnavailable 1 fill a 4-CPU node; the preemptor needs 2 CPU.
 	anchorPods := func() []*v1.Pod { return replicas("web", "n1", "web", true, 3, 2, 1, 0) }
 	anchorPDB := []*policyv1.PodDisruptionBudget{appPDB("web", 4, 3, 1).Obj()}
 	// Two Ready and two not-ready pods of web.
@@ -335,8 +335,8 @@ func TestSelectVictims(t *testing.T) {
 			want:      map[string][]string{"n2": {"two-0", "two-1"}, "n3": {"three-0", "three-1", "three-2"}}, wantBest: "n3",
 		},
 		{
-			// Strict prefers fewer victims that spend a budget (DESIGN.md),
-			// before upstream's order.
+			// Strict prefers fewer victims that spend a budget (docs/design.md,
+			// Candidate selection), before upstream's order.
 			name: "strict: fewer budget-spending victims first",
 			args: strict, nodes: []*v1.Node{node("n2"), node("n3")},
 			pods:      slices.Concat(replicas("two", "n2", "web", true, 0, 50), replicas("three", "n3", "web", true, 0, 0, 0)),

@@ -18,13 +18,13 @@ import (
 // One budget cache per scheduler process.
 //
 // kube-scheduler builds every profile's framework on one shared informer
-// factory, and calls New once per profile that enables the plugin. Each
-// call used to build its own cache, with its own ledger: two profiles
-// could then both spend a budget's one allowed disruption. The cache, its
-// Kruise informer factory and its ledger are now shared by every profile
-// built on the same informer factory, as BudgetAwareEvictor shares one per
-// descheduler factory. Each profile keeps its own args, candidate
-// reservations and blocked preemptors; the budgets are decided in one place.
+// factory, and calls New once per profile that enables the plugin. The
+// cache, its Kruise informer factory and its ledger are shared by every
+// profile built on the same informer factory, as BudgetAwareEvictor shares
+// one per descheduler factory: with a cache and a ledger per profile, two
+// profiles could both spend a budget's one allowed disruption. Each profile
+// keeps its own args, candidate reservations and blocked preemptors; the
+// budgets are decided in one place.
 
 // sharedBudgets is what every profile on one informer factory shares.
 type sharedBudgets struct {

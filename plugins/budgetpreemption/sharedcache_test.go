@@ -68,8 +68,7 @@ func (e *profilesEnv) start(t *testing.T, pl *BudgetAwarePreemption) {
 // TestProfilesShareOneBudgetCache: kube-scheduler calls New once per
 // profile, on one informer factory. A disruption one profile reserved is
 // seen by the other, which may not spend the budget's one allowed
-// disruption again. Before, each profile built its own cache and ledger,
-// and both spent it.
+// disruption again, as it could with a cache and a ledger of its own.
 func TestProfilesShareOneBudgetCache(t *testing.T) {
 	e := newProfilesEnv(t)
 	first, second := e.plugin(t), e.plugin(t)
@@ -94,8 +93,8 @@ type podActivator chan map[string]*v1.Pod
 func (a podActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) { a <- pods }
 
 // TestPostFilterAnswersAtOnceBeforeTheCacheSyncs: before the budget cache
-// has synced, PostFilter does not wait in the scheduling cycle (it used to
-// wait up to 5 s per pod, holding the whole scheduling loop): it answers
+// has synced, PostFilter does not wait in the scheduling cycle (waiting
+// there would hold the whole scheduling loop): it answers
 // Unschedulable, naming the reason, and the pod is activated once the cache
 // has synced.
 func TestPostFilterAnswersAtOnceBeforeTheCacheSyncs(t *testing.T) {

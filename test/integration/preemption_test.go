@@ -20,7 +20,7 @@ import (
 const settle = 5 * time.Second
 
 // anchored is a test namespace with low, high and critical PriorityClasses
-// and DESIGN.md's anchor scenario on node: 4 Ready 1-CPU pods of
+// and the anchor scenario (docs/design.md) on node: 4 Ready 1-CPU pods of
 // ReplicaSet web (priority low), whose UIDs are web, under a PDB with
 // maxUnavailable 1, which fill the node's 4 CPUs.
 type anchored struct {
