@@ -43,6 +43,9 @@ type pubRecord struct {
 	budget    BudgetRef
 	pod       string
 	at        time.Time // the write was answered
+	// takenBack is when a later status write without the pod was received
+	// (zero: never): from then on the record decides nothing.
+	takenBack time.Time
 	// first is the line of the component's first request of the pod
 	// after the record (0: none), delay how long after the record it was
 	// received.
@@ -159,10 +162,14 @@ func (j *judge) findRecords() {
 		}
 	}
 	for _, rec := range j.records {
+		rec.takenBack = j.takenBack(rec)
 		for i := range j.requests {
 			q := &j.requests[i]
 			if q.kind != podDisruption || q.dryRun || q.namespace != rec.budget.Namespace || q.pod != rec.pod || q.received.Before(rec.at) {
 				continue
+			}
+			if !rec.takenBack.IsZero() && !q.received.Before(rec.takenBack) {
+				continue // the record no longer stood: the request decided anew
 			}
 			if c, ignored := j.opts.classify(q.userAgent); ignored || c != rec.component {
 				continue
@@ -184,6 +191,24 @@ func (j *judge) findRecords() {
 			j.result.Windows.RecordDelays[c] = append(j.result.Windows.RecordDelays[c], metav1.Duration{Duration: x})
 		}
 	}
+}
+
+// takenBack returns when the API server received the first status write
+// of rec's PUB after rec that left rec's pod out of disruptedPods (a
+// component taking its record back, or the PUB's controller removing
+// it), or zero when none did. Only a write that replaces the status whole
+// says so; by anyone, accepted and not a dry run.
+func (j *judge) takenBack(rec *pubRecord) time.Time {
+	var first time.Time
+	for _, w := range j.writes {
+		if !w.wholeStatus || w.dryRun || w.code < 200 || w.code > 299 || w.namespace != rec.budget.Namespace || w.pod != rec.budget.Name || w.received.Before(rec.at) {
+			continue
+		}
+		if !slices.Contains(w.recorded, rec.pod) && (first.IsZero() || w.received.Before(first)) {
+			first = w.received
+		}
+	}
+	return first
 }
 
 func (j *judge) requestByLine(line int) *request {

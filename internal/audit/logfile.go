@@ -23,7 +23,7 @@ const (
 	podDisruption requestKind = iota
 	// pubStatusWrite: an update of a PodUnavailableBudget or its status;
 	// pod names the PUB, recorded the pods its body's
-	// status.disruptedPods holds.
+	// status.disruptedPods holds (all of them when wholeStatus).
 	pubStatusWrite
 	// podCollection: a deletecollection of pods in namespace (it explains
 	// a pod that goes, never a disruption of its own).
@@ -33,18 +33,22 @@ const (
 // request is one pod delete or pods/eviction create from the audit log (or
 // one of the other kinds of requestKind).
 type request struct {
-	kind      requestKind
-	recorded  []string
-	line      int       // 1-based, counted from where the auditor started reading
-	received  time.Time // requestReceivedTimestamp
-	answered  time.Time // stageTimestamp of ResponseComplete: at or after received
-	userAgent string
-	action    Action
-	namespace string
-	pod       string
-	code      int
-	message   string
-	dryRun    bool
+	kind     requestKind
+	recorded []string
+	// wholeStatus: a pubStatusWrite that replaces the status whole (an
+	// update of the status subresource), so a pod absent from recorded
+	// is not in disruptedPods once it is answered.
+	wholeStatus bool
+	line        int       // 1-based, counted from where the auditor started reading
+	received    time.Time // requestReceivedTimestamp
+	answered    time.Time // stageTimestamp of ResponseComplete: at or after received
+	userAgent   string
+	action      Action
+	namespace   string
+	pod         string
+	code        int
+	message     string
+	dryRun      bool
 }
 
 // logReader reads complete lines of the audit log from an offset on. It
@@ -232,6 +236,7 @@ func parsePUBWrite(ev *auditv1.Event) (request, bool, error) {
 	if u, err := url.ParseRequestURI(ev.RequestURI); err == nil && len(u.Query()["dryRun"]) > 0 {
 		req.dryRun = true
 	}
+	req.wholeStatus = ev.Verb == "update" && ev.ObjectRef.Subresource == "status"
 	var body struct {
 		Status struct {
 			DisruptedPods map[string]json.RawMessage `json:"disruptedPods"`
