@@ -21,14 +21,14 @@ import (
 func TestPendingInfo(t *testing.T) {
 	pod := testobj.MakePod().Namespace("shop").Name("pre").UID("uid-pre").Obj()
 	pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable,
-		Message: "0/3 nodes are available; preemption blocked by disruption budgets on 3 node(s): pub shop/guard: 2 available, 2 desired, 0 unavailable allowed"}}
+		Message: "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 node(s) where every preemption victim is protected by a disruption budget: pub shop/guard: 2 available, 2 desired, 0 unavailable allowed."}}
 	at := func(min int) metav1.Time { return metav1.NewTime(time.Date(2026, 1, 1, 0, min, 0, 0, time.UTC)) }
 	ev := func(name string, uid string, reason, msg string, when metav1.Time) v1.Event {
 		return v1.Event{InvolvedObject: v1.ObjectReference{Kind: "Pod", Name: name, UID: types.UID(uid)}, Reason: reason, Message: msg, LastTimestamp: when}
 	}
 	events := []v1.Event{
-		ev("pre", "uid-pre", "PreemptionBlockedByBudget", "preemption blocked by disruption budgets on 1 node(s): pdb shop/old: ...", at(1)),
-		ev("pre", "uid-pre", "PreemptionBlockedByBudget", "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 2 healthy, 2 desired, 0 disruptions allowed", at(3)),
+		ev("pre", "uid-pre", "PreemptionBlockedByBudget", "preemption blocked by disruption budgets on 1 node: pdb shop/old: ...", at(1)),
+		ev("pre", "uid-pre", "PreemptionBlockedByBudget", "preemption blocked by disruption budgets on 1 node: pdb shop/web: 2 healthy, 2 desired, 0 disruptions allowed", at(3)),
 		ev("pre", "uid-pre", "FailedScheduling", "pdb shop/other", at(5)),
 		ev("pre", "uid-earlier", "PreemptionEvictionFailed", "pdb shop/earlier", at(6)),
 		ev("other", "uid-other", "PreemptionEvictionFailed", "pdb shop/another", at(7)),

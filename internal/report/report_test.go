@@ -92,8 +92,8 @@ func budgetguardRun() Run {
 		},
 		Steps: steps(),
 		Pods: []Pod{{Namespace: "shop", Name: "big", Unschedulable: true, Blocked: 4, AutoscalerScaleUp: true, AutoscalerReason: "Considered",
-			BlockedMessage: "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed",
-			Event:          &Event{Reason: "PreemptionBlockedByBudget", Message: "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 4 healthy, 3 desired, 1 disruptions allowed", Count: 4}}},
+			BlockedMessage: "preemption blocked by disruption budgets on 1 node: pdb shop/web: 4 healthy, 3 desired, 1 disruption allowed",
+			Event:          &Event{Reason: "PreemptionBlockedByBudget", Message: "preemption blocked by disruption budgets on 1 node: pdb shop/web: 4 healthy, 3 desired, 1 disruption allowed", Count: 4}}},
 		Audit: audit.Result{
 			Budgets: []audit.BudgetSummary{
 				{Budget: web, Desired: 3, Met: true, LowestHealthy: 3, Disruptions: 1},

@@ -17,7 +17,7 @@ import (
 func TestPodOutcome(t *testing.T) {
 	big := testobj.MakePod().Namespace("shop").Name("big").UID("uid-big").Priority(1000).Obj()
 	big.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
-	blocked := "preemption blocked by disruption budgets on 1 node(s): pdb shop/web: 3 healthy, 3 desired, 0 disruptions allowed"
+	blocked := "preemption blocked by disruption budgets on 1 node: pdb shop/web: 3 healthy, 3 desired, 0 disruptions allowed"
 	events := []podEvent{
 		{namespace: "shop", name: "big", reason: "FailedScheduling", note: "0/1 nodes are available"},
 		{namespace: "shop", name: "web-1", reason: "Preempted", note: "Preempted by pod uid-big on node node-a (evicted)"},

@@ -236,6 +236,12 @@ func plural(n int32, word string) string {
 	return word + "s"
 }
 
+// Count is n with its noun, singular for 1: "1 node", "2 nodes". The
+// plugins count with it in the sentences users read (events, statuses).
+func Count(n int, noun string) string {
+	return fmt.Sprintf("%d %s", n, plural(int32(n), noun))
+}
+
 // growthDoesNotHelp says what to change when one more pod would not let a
 // budget allow a disruption, because what it asks for grows with the pods:
 // maxUnavailable 0 or 0%, or a minAvailable percentage that rounds up to

@@ -35,6 +35,24 @@ const deniedWeight = 1 << 20
 // cacheNotSynced is PostFilter's answer before the budget cache has synced.
 const cacheNotSynced = "budget cache not synced; the pod is retried once it is"
 
+// The statuses SelectVictimsOnNode gives a node that is not a candidate.
+// Upstream's Evaluator counts identical node statuses and writes each
+// message after its count, "0/7 nodes are available: 1 Insufficient cpu,
+// 6 node(s) didn't match ...", so each reads after a number, like
+// upstream's own "node(s) ..." reasons. Those that end in ": " are followed
+// by the budgets' own sentence (budget.Decision.Message), which names the
+// budget that refused and why. A node with no pod to take keeps upstream's
+// "No preemption victims found for incoming pod", as DefaultPreemption
+// words it.
+const (
+	msgNodeBeingRemoved   = "node(s) being removed by cluster-autoscaler (taint " + budget.TaintToBeDeleted + ")"
+	msgRefusedBefore      = "node(s) where the pod's last preemption was refused by a disruption budget: "
+	msgNoFitWithoutAll    = "node(s) where the pod would not fit even with every lower-priority pod removed"
+	msgAllProtected       = "node(s) where every preemption victim is protected by a disruption budget: "
+	msgExceedsBudget      = "node(s) whose preemption would exceed a disruption budget: "
+	msgNoSetWithinBudgets = "node(s) where no set of preemption victims within the disruption budgets was found"
+)
+
 // BudgetAwarePreemption is a PostFilter plugin: upstream preemption whose
 // victims are chosen and reserved with the shared budget cache.
 type BudgetAwarePreemption struct {
@@ -222,10 +240,16 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		if blocked := rec.summary(); blocked != nil {
 			reason, message := blocked.decision.Reason(), blocked.decision.Message()
 			blockedTotal.WithLabelValues(string(reason)).Inc()
-			note := fmt.Sprintf("preemption blocked by disruption budgets on %d node(s): %s", blocked.nodes, message)
+			note := "preemption blocked by disruption budgets on " + budget.Count(blocked.nodes, "node") + ": " + message
 			pl.blockedEvent(pod, blocked.decision, note)
 			klog.FromContext(ctx).V(2).Info("Preemption blocked by disruption budgets", "pod", klog.KObj(pod), "reason", reason, "message", message)
-			msg = strings.TrimSpace(msg + "; " + note)
+			if message == "" || !strings.Contains(msg, message) {
+				// Upstream's count of node statuses names the budget
+				// already when a node's status was the refusal; else
+				// (the budget kept the pod out of a node whose status is
+				// a filter's, "Insufficient cpu") the note names it.
+				msg = appendNote(msg, note)
+			}
 		}
 	}
 	if !status.IsSuccess() {
@@ -237,6 +261,23 @@ func (pl *BudgetAwarePreemption) PostFilter(ctx context.Context, state fwk.Cycle
 		return result, fwk.NewStatus(status.Code(), "preemption: "+msg)
 	}
 	return result, status
+}
+
+// appendNote appends note to msg, a status message: after a sentence that
+// ends with a full stop (upstream's count of node statuses, "0/2 nodes are
+// available: 1 Insufficient cpu, 1 node(s) ....") with a space, as the
+// scheduler joins PostFilter's message to it; else with "; ".
+func appendNote(msg, note string) string {
+	msg = strings.TrimSpace(msg)
+	switch {
+	case msg == "":
+		return note
+	case note == "":
+		return msg
+	case strings.HasSuffix(msg, "."):
+		return msg + " " + note
+	}
+	return msg + "; " + note
 }
 
 // notSynced is PostFilter's answer while the budget cache is not synced:
@@ -350,7 +391,7 @@ type potentialVictim struct {
 func (pl *BudgetAwarePreemption) SelectVictimsOnNode(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo, units []*preemption.DomainVictim, _ []*policy.PodDisruptionBudget) ([]*v1.Pod, int, *fwk.Status) {
 	if budget.NodeBeingRemoved(nodeInfo.Node()) {
 		// Victims here would make room on a node that is going away.
-		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node is being removed by cluster-autoscaler (taint "+budget.TaintToBeDeleted+")")
+		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNodeBeingRemoved)
 	}
 	if s := pl.refusedOn(pod, nodeInfo.Node().Name, pl.operation(pod), recorderFrom(state)); s != nil {
 		return nil, 0, s
@@ -433,10 +474,10 @@ func (pl *BudgetAwarePreemption) selectDeciding(ctx context.Context, state fwk.C
 			return nil, 0, fwk.AsStatus(err)
 		}
 		if d == nil {
-			return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "the preemptor does not fit even with every lower-priority pod removed")
+			return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgNoFitWithoutAll)
 		}
 		rec.add(*d)
-		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "every preemption victim is protected by a disruption budget: "+d.Message())
+		return nil, 0, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgAllProtected+d.Message())
 	}
 	if s := t.fits(); !s.IsSuccess() {
 		if len(protected) > 0 {

@@ -130,9 +130,13 @@ func (pl *BudgetAwarePreemption) reportExpendable(preemptor *v1.Pod, node string
 		sort.Strings(names)
 		parts = append(parts, fmt.Sprintf("%s (%s)", ev.pod, strings.Join(names, ", ")))
 	}
+	them := "them"
+	if len(victims) == 1 {
+		them = "it"
+	}
 	pl.fh.EventRecorder().Eventf(preemptor, nil, v1.EventTypeNormal, reasonExpendableUnderBudget, "Preempting",
-		"preempting on node %s pods below expendablePodsPriorityCutoff %d although a disruption budget protects them, as cluster-autoscaler assumes: %s",
-		node, pl.args.ExpendablePodsPriorityCutoff, strings.Join(parts, "; "))
+		"preempting %s below expendablePodsPriorityCutoff %d on node %s although a disruption budget protects %s, as cluster-autoscaler assumes: %s",
+		budget.Count(len(victims), "pod"), pl.args.ExpendablePodsPriorityCutoff, node, them, strings.Join(parts, "; "))
 }
 
 // expendable reports whether victim is below expendablePodsPriorityCutoff:

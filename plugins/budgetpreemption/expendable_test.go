@@ -54,7 +54,7 @@ func TestExpendableVictimsUnderBudget(t *testing.T) {
 				if !tc.wantEvent {
 					t.Errorf("unexpected event %q", ev)
 				}
-				for _, want := range []string{reasonExpendableUnderBudget, "pdb shop/web", "shop/web-3", "expendablePodsPriorityCutoff -10"} {
+				for _, want := range []string{reasonExpendableUnderBudget, "pdb shop/web", "shop/web-3", "preempting 1 pod below expendablePodsPriorityCutoff -10 on node n1 although a disruption budget protects it,"} {
 					if !strings.Contains(ev, want) {
 						t.Errorf("event %q does not contain %q", ev, want)
 					}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -437,8 +436,7 @@ func (pl *BudgetAwarePreemption) groupBlocked(ctx context.Context, g *groupPreem
 	note := "gang preemption blocked by disruption budgets: " + d.Message()
 	pl.blockedEvent(g.obj, d, note)
 	klog.FromContext(ctx).V(2).Info("Gang preemption blocked by disruption budgets", "podGroup", klog.KObj(g.obj), "reason", d.Reason(), "message", d.Message())
-	msg := strings.TrimSpace(status.Message() + "; " + note)
-	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+strings.TrimPrefix(msg, "; "))
+	return fwk.NewStatus(fwk.Unschedulable, groupPrefix+appendNote(status.Message(), note))
 }
 
 // groupNotSynced is notSynced for a PodGroup.

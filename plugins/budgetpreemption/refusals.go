@@ -144,7 +144,7 @@ func (pl *BudgetAwarePreemption) refusedOn(pod *v1.Pod, node string, op budget.O
 	if !d.Allowed {
 		rec.add(d)
 	}
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "preemption on this node was refused by a disruption budget: "+f.err.Error())
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgRefusedBefore+f.err.Error())
 }
 
 // refusalHolds returns the live refusal of preemptor (a pod's UID, or a
@@ -221,7 +221,7 @@ func (pl *BudgetAwarePreemption) refusal(pod *v1.Pod, deniedAtActuation bool, ms
 	}
 	for _, m := range remembered {
 		if !strings.Contains(msg, m) {
-			msg = strings.TrimSpace(msg + "; " + m)
+			msg = appendNote(msg, m)
 		}
 	}
 	return clearNomination(), fwk.NewStatus(fwk.Unschedulable, "preemption: "+msg)

@@ -237,10 +237,10 @@ func (pl *BudgetAwarePreemption) selectWithinBudgets(t *nodeTrial, op budget.Ope
 	spending, free := potential[:split], potential[split:]
 	blocked := func(d *budget.Decision) ([]*v1.Pod, int, *fwk.Status) {
 		if d == nil {
-			return nil, 0, fwk.NewStatus(fwk.Unschedulable, "no set of preemption victims within the disruption budgets was found")
+			return nil, 0, fwk.NewStatus(fwk.Unschedulable, msgNoSetWithinBudgets)
 		}
 		rec.add(*d)
-		return nil, 0, fwk.NewStatus(fwk.Unschedulable, "preemption victims together exceed a disruption budget: "+d.Message())
+		return nil, 0, fwk.NewStatus(fwk.Unschedulable, msgExceedsBudget+d.Message())
 	}
 
 	s := &victimSearch{nodeTrial: t, op: op, pods: spending}

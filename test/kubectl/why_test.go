@@ -51,9 +51,10 @@ func TestExhaustedPDB(t *testing.T) {
 	// The preemptor: unbound, Unschedulable, with the event the preemption
 	// plugin records when the budget refuses.
 	pre := env.CreatePod(t, ns, testobj.MakePod().Name("preemptor").Container("app", "100m"))
-	note := "preemption blocked by disruption budgets on 1 node(s): pdb " + ns + "/web: 2 healthy, 2 desired, 0 disruptions allowed"
+	refusal := "pdb " + ns + "/web: 2 healthy, 2 desired, 0 disruptions allowed"
+	note := "preemption blocked by disruption budgets on 1 node: " + refusal
 	pre.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		Message: "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.; " + note}}
+		Message: "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 node(s) where every preemption victim is protected by a disruption budget: " + refusal + "."}}
 	if _, err := env.Client.CoreV1().Pods(ns).UpdateStatus(testenv.Context(t), pre, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
