@@ -31,7 +31,12 @@ var (
 		// The auditor charged the descheduler with a PUB violation: a
 		// covered pod turned not Ready between the PUB record (the
 		// decision) and the eviction, which an injected delay held back
-		// (docs/audit.md: a race when the record qualifies).
+		// (docs/audit.md: a race when the record qualifies). Once more,
+		// with -gangs under load: the auditor took a PUB record the
+		// descheduler had taken back for the decision of that pod's
+		// eviction seconds later, and left the pod, Ready, out of another
+		// eviction's count (docs/audit.md: a record that no longer
+		// stands; TestPUBRecordTakenBackIsNoDecision).
 		13,
 	}
 )
