@@ -69,30 +69,3 @@ func copyPtr[T any](p *T) *T {
 	}
 	return ptr.To(*p)
 }
-
-// DeepCopyObject implements runtime.Object.
-func (a *BudgetAwarePreemptionArgs) DeepCopyObject() runtime.Object {
-	if a == nil {
-		return nil
-	}
-	out := *a
-	out.OverrideBudgetsAtPriority = copyPtr(a.OverrideBudgetsAtPriority)
-	return &out
-}
-
-// DeepCopyObject implements runtime.Object.
-func (a *VersionedArgs) DeepCopyObject() runtime.Object {
-	if a == nil {
-		return nil
-	}
-	return &VersionedArgs{
-		TypeMeta:                     a.TypeMeta,
-		Mode:                         copyPtr(a.Mode),
-		Actuation:                    copyPtr(a.Actuation),
-		OverrideBudgetsAtPriority:    copyPtr(a.OverrideBudgetsAtPriority),
-		HonorSafeToEvictAnnotation:   copyPtr(a.HonorSafeToEvictAnnotation),
-		MinCandidateNodesPercentage:  copyPtr(a.MinCandidateNodesPercentage),
-		MinCandidateNodesAbsolute:    copyPtr(a.MinCandidateNodesAbsolute),
-		ExpendablePodsPriorityCutoff: copyPtr(a.ExpendablePodsPriorityCutoff),
-	}
-}

@@ -32,6 +32,9 @@ const (
 
 // BudgetAwarePreemptionArgs holds the arguments of the BudgetAwarePreemption
 // plugin, in the form the plugin uses (defaults applied).
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
 type BudgetAwarePreemptionArgs struct {
 	metav1.TypeMeta
 
@@ -64,6 +67,9 @@ type BudgetAwarePreemptionArgs struct {
 // VersionedArgs is BudgetAwarePreemptionArgs as written in a
 // kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration, where every
 // field is optional. Its kind is BudgetAwarePreemptionArgs.
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
 type VersionedArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
