@@ -21,8 +21,8 @@ type Condition func(ctx context.Context) (bool, error)
 // error that comes with true is ignored.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond Condition) {
 	t.Helper()
-	ctx := Context(t)
 	deadline := time.Now().Add(timeout)
+	ctx := waitContext(t, deadline)
 	var last error
 	for {
 		ok, err := cond(ctx)
@@ -43,12 +43,26 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond Condition) {
 	}
 }
 
+// waitContext is the context WaitFor and Holds pass to cond: it ends with
+// the test, or a grace period after deadline, so that a condition's last
+// call may run to the deadline. Context's 2 minutes do not bound it: a
+// wait of 15 minutes (the quick start's build on a busy machine) is 15
+// minutes.
+func waitContext(t testing.TB, deadline time.Time) context.Context {
+	ctx, cancel := context.WithDeadline(t.Context(), deadline.Add(waitGrace))
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitGrace is how long a condition's call may outlast its wait.
+const waitGrace = 30 * time.Second
+
 // Holds checks cond every 100ms for duration and fails the test with what
 // if it is ever false or fails.
 func Holds(t testing.TB, duration time.Duration, what string, cond Condition) {
 	t.Helper()
-	ctx := Context(t)
 	deadline := time.Now().Add(duration)
+	ctx := waitContext(t, deadline)
 	for time.Now().Before(deadline) {
 		ok, err := cond(ctx)
 		if err != nil {
