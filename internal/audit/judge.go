@@ -344,23 +344,36 @@ func (j *judge) judgeOne(logger klog.Logger, before []*judgedPair, p *judgedPair
 		j.crossCheck(c, cb, healthy, v.desired)
 		return
 	}
-	// Short. What could the component know? The budget at its knowledge
-	// time less the informers' lag, less its own disruptions decided
-	// before and the others' decided by then.
+	// Short. What could the component know? Its view at its knowledge
+	// time is the cluster as it was at some moment of the informers' lag
+	// before it: the budget at each such moment (the window's start, and
+	// every change of the budget or of a pod in its namespace inside it),
+	// less its own disruptions decided before and the others' decided by
+	// then. Whole at any of them: a race.
 	k := cb.known.Add(-j.lag)
-	vk := j.hist.budgetAt(cb.ref, k)
-	var known int32
-	var knownDesired int32
-	raced := vk == nil
-	if vk != nil {
+	var known, knownDesired int32
+	var vk *budgetView
+	raced := false
+	for _, t := range j.windowMoments(cb.ref, k, cb.known) {
+		v := j.hist.budgetAt(cb.ref, t)
+		if v == nil {
+			raced = true
+			break
+		}
 		exclK := map[types.UID]bool{c.pre.UID: true}
 		for _, b := range before {
-			if b.c.d.Component == c.d.Component || !b.cb.decided.After(k) {
+			if b.c.d.Component == c.d.Component || !b.cb.decided.After(t) {
 				exclK[b.c.pre.UID] = true
 			}
 		}
-		known, knownDesired = j.count(cb.ref, vk, k, exclK), vk.desired
-		raced = known >= knownDesired
+		n := j.count(cb.ref, v, t, exclK)
+		if vk == nil || n >= v.desired {
+			known, knownDesired, vk = n, v.desired, v
+		}
+		if n >= v.desired {
+			raced = true
+			break
+		}
 	}
 	if raced {
 		logger.V(2).Info("Disruption raced a change inside the informers' lag", "budget", cb.ref, "pod", klog.KRef(c.key.namespace, c.key.name), "healthy", healthy, "desired", v.desired, "knownHealthy", known, "lag", j.lag)
@@ -375,6 +388,29 @@ func (j *judge) judgeOne(logger klog.Logger, before []*judgedPair, p *judgedPair
 			"atCount", j.explainCount(cb.ref, v, cb.counted, before), "atKnowledge", j.explainCount(cb.ref, vk, k, before))
 	}
 	j.result.Violations = append(j.result.Violations, Violation{Budget: cb.ref, Disruption: c.d, Healthy: healthy, Desired: v.desired})
+}
+
+// windowMoments returns the moments at which the judge counts budget ref
+// for a component's view in [from, to]: from, and every observation of
+// the budget or of a pod in its namespace after from and no later than
+// to, in order.
+func (j *judge) windowMoments(ref BudgetRef, from, to time.Time) []time.Time {
+	moments := []time.Time{from}
+	add := func(at time.Time) {
+		if at.After(from) && !at.After(to) {
+			moments = append(moments, at)
+		}
+	}
+	for _, o := range j.hist.budgets[ref] {
+		add(o.at)
+	}
+	for _, name := range j.hist.podNames[ref.Namespace] {
+		for _, o := range j.hist.pods[podKey{ref.Namespace, name}] {
+			add(o.at)
+		}
+	}
+	slices.SortFunc(moments[1:], func(a, b time.Time) int { return a.Compare(b) })
+	return slices.Compact(moments)
 }
 
 // explainCount says, pod by pod, how the judge counts budget ref at t

@@ -37,13 +37,27 @@ func TestOverlappingEvictionsAreJudgedInTheOrderOfTheirStatusWrites(t *testing.T
 			for _, p := range []*testobj.PodWrapper{a, b, webPod("c"), webPod("d")} {
 				h.createPod(p.Obj())
 			}
+			// Every pod is there well before the requests, so that the
+			// informers' lag before them holds no creation.
+			h.clock.advance(time.Second)
 			tA := h.log(logged{ua: uaOther, action: ActionEvict, pod: "a", code: 201, took: 60 * time.Millisecond})
 			first, second := b, a
 			if aFirst {
 				first, second = a, b
+				// The overspend: a's decision is written, and seen, before
+				// b's eviction is received, beyond the informers' lag: the
+				// descheduler could have known.
+				h.updatePDB(web.Status(3, 3, 0).Disrupted(time.Now(), "a").Obj())
+				h.clock.advance(100 * time.Millisecond)
 			}
 			tB := h.log(logged{ua: uaDescheduler, action: ActionEvict, pod: "b", code: 201, took: 5 * time.Millisecond})
-			h.updatePDB(web.Status(3, 3, 0).Disrupted(time.Now(), first.Obj().Name).Obj()) // the first decision
+			if aFirst {
+				// b's eviction is admitted at once on the status that
+				// holds a.
+				h.updatePDB(web.Status(3, 3, 0).Disrupted(time.Now(), "a", "b").Obj())
+			} else {
+				h.updatePDB(web.Status(3, 3, 0).Disrupted(time.Now(), first.Obj().Name).Obj()) // the first decision
+			}
 			h.updatePod(terminating(first))
 			h.deletePod(first.Obj())
 			h.createPod(e.Obj()) // the ReplicaSet replaces it
