@@ -43,6 +43,10 @@ type pubRecord struct {
 	budget    BudgetRef
 	pod       string
 	at        time.Time // the write was answered
+	// expires is when the PUB's controller stops honouring the record:
+	// pubRecordLife after the time its entry carries (after at, if that
+	// does not parse or is later).
+	expires time.Time
 	// takenBack is when a later status write without the pod was received
 	// (zero: never): from then on the record decides nothing.
 	takenBack time.Time
@@ -158,7 +162,11 @@ func (j *judge) findRecords() {
 			if before != nil && before.out[pod] {
 				continue // recorded already
 			}
-			j.records = append(j.records, &pubRecord{component: component, budget: ref, pod: pod, at: w.answered})
+			since := w.answered
+			if t, ok := w.recordedAt[pod]; ok && t.Before(since) {
+				since = t
+			}
+			j.records = append(j.records, &pubRecord{component: component, budget: ref, pod: pod, at: w.answered, expires: since.Add(pubRecordLife)})
 		}
 	}
 	for _, rec := range j.records {
@@ -220,25 +228,22 @@ func (j *judge) requestByLine(line int) *request {
 	return &request{}
 }
 
+// pubRecordLife is how long OpenKruise's PUB controller honours a
+// disruptedPods entry whose pod has not gone: it drops the entry once its
+// time plus DeletionTimeout (20 s) has passed
+// (pkg/controller/podunavailablebudget, DeletionTimeout).
+const pubRecordLife = 20 * time.Second
+
 // qualifies reports whether rec counts as the decision of its component's
-// request on line: that request is the first after the record, and its
-// delay is within the component's measured record-to-request delay (the
-// 99th percentile of its other records' delays in the run; a record with
-// no other to measure against never counts).
+// request on line: that request is the component's first of the pod after
+// the record, received while the record stood (not taken back, and within
+// its life as the PUB's controller honours it). OpenKruise's webhook lets
+// a pod its PUB records as disrupted go without a further check
+// (pkg/control/pubcontrol/pub_control_utils.go, isPodRecordedInPub): the
+// record is the budget's spending, and what changes after it counts
+// against the count at the request, not against the decision.
 func (j *judge) qualifies(rec *pubRecord, line int) bool {
-	if rec.first != line {
-		return false
-	}
-	var others []time.Duration
-	skipped := false
-	for _, d := range j.delays[rec.component] {
-		if !skipped && d == rec.delay {
-			skipped = true
-			continue
-		}
-		others = append(others, d)
-	}
-	return len(others) > 0 && rec.delay <= quantile99(others)
+	return rec.first == line && !j.requestByLine(line).received.After(rec.expires)
 }
 
 // decide sets a disruption's decision, counting and knowledge times for a

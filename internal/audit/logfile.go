@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
@@ -35,6 +36,9 @@ const (
 type request struct {
 	kind     requestKind
 	recorded []string
+	// recordedAt holds the time each recorded pod's disruptedPods entry
+	// carries, where it parses.
+	recordedAt map[string]time.Time
 	// wholeStatus: a pubStatusWrite that replaces the status whole (an
 	// update of the status subresource), so a pod absent from recorded
 	// is not in disruptedPods once it is answered.
@@ -245,8 +249,15 @@ func parsePUBWrite(ev *auditv1.Event) (request, bool, error) {
 	if err := json.Unmarshal(ev.RequestObject.Raw, &body); err != nil {
 		return request{}, false, fmt.Errorf("%s of podunavailablebudget %s/%s (audit ID %s): request object is not JSON: %w", ev.Verb, req.namespace, req.pod, ev.AuditID, err)
 	}
-	for name := range body.Status.DisruptedPods {
+	for name, raw := range body.Status.DisruptedPods {
 		req.recorded = append(req.recorded, name)
+		var at metav1.Time
+		if err := json.Unmarshal(raw, &at); err == nil && !at.IsZero() {
+			if req.recordedAt == nil {
+				req.recordedAt = map[string]time.Time{}
+			}
+			req.recordedAt[name] = at.Time
+		}
 	}
 	slices.Sort(req.recorded)
 	return req, true, nil

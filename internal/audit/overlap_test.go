@@ -168,9 +168,9 @@ func TestRequestAnsweredWithAServerErrorButCarriedOut(t *testing.T) {
 // A PUB disruption is decided when its record is written into the PUB's
 // status (no API server checks a PUB; OpenKruise's webhook records at
 // admission, and so does budgetguard before it sends the request), when
-// the component that sends the request wrote the record for it, within
-// its measured record-to-request delay (here two earlier records of the
-// descheduler, each followed by its request 3 ms later). A covered pod
+// the component that sends the request wrote the record for it, and the
+// record still stands (here two earlier records of the descheduler, each
+// followed by its request 3 ms later, are its other delays). A covered pod
 // that turns not Ready just after the record still counts against the
 // disruption, as it is then; but the disruption was right on what the
 // descheduler could know when it decided, and is a race, counted and
@@ -178,8 +178,11 @@ func TestRequestAnsweredWithAServerErrorButCarriedOut(t *testing.T) {
 // seed 13, PUB app-02: the descheduler's record of hj2hx seen at 43.877,
 // lthf9 seen not Ready at 43.948, the eviction, slowed by an injected
 // delay, received at 43.958.) Without a record that qualifies (none, one
-// written by another component, or one older than the descheduler's
-// delays), the same history is a violation.
+// written by another component, or one the PUB's controller no longer
+// honoured when the request came, 20 s on), the same history is a
+// violation. A request 50 ms after the record, longer than the
+// descheduler's other delays (3 ms), is still decided at the record: how
+// long a component's client takes is no new decision.
 func TestPUBDisruptionDecidedAtItsRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -190,7 +193,8 @@ func TestPUBDisruptionDecidedAtItsRecord(t *testing.T) {
 		{"recorded by the descheduler", uaDescheduler, 0, true},
 		{"unrecorded", "", 0, false},
 		{"recorded by the scheduler", uaScheduler, 0, false},
-		{"recorded, request too late", uaDescheduler, 50 * time.Millisecond, false},
+		{"recorded, request later than the others", uaDescheduler, 50 * time.Millisecond, true},
+		{"recorded, request after the record's life", uaDescheduler, 21 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, testOptions())
