@@ -219,15 +219,17 @@ func informersOf(factory informers.SharedInformerFactory, opts Options) (pods, p
 	return factory.Core().V1().Pods().Informer(), factory.Policy().V1().PodDisruptionBudgets().Informer(), rs, deploy, sts
 }
 
-// Run sweeps expired reservations every interval until ctx ends (decisions
-// ignore expired reservations without it; that only bounds memory), and
-// counts every budget's healthy pods again (see live.go).
+// Run sweeps ended reservations every interval until ctx ends (decisions
+// ignore ended reservations without it; it bounds memory, and calls the
+// released hooks for ends no timer saw), and counts every budget's healthy
+// pods again (see live.go).
 func (c *Cache) Run(ctx context.Context, interval time.Duration) {
 	wait.UntilWithContext(ctx, func(context.Context) {
 		c.ledger.sweepAll()
 		// Coverage that follows workloads (a PUB's targetRef) changes
 		// without a budget event.
 		c.recount("")
+		c.settleLiveAll()
 	}, interval)
 }
 

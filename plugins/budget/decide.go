@@ -262,7 +262,6 @@ func (c *Cache) recordLocked(spends []spend, now time.Time) *Reservation {
 		c.ledger.add(e)
 		r.entries[i] = e
 	}
-	c.ledger.expireLater(r.entries)
 	return r
 }
 

@@ -33,8 +33,15 @@ func (c *Cache) onPod(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	c.ledger.podGone(podKey{pod.Namespace, pod.Name}, pod.UID, deleted || pod.DeletionTimestamp != nil)
-	c.podChanged(pod, deleted)
+	// The live count first: the ledger weighs the holds its event may end
+	// against it (holdend.go).
+	track := c.ledger.n.Load() > 0
+	var buf [4]liveChange
+	changes := c.podChanged(pod, deleted, track, buf[:0])
+	if !track && c.ledger.n.Load() == 0 {
+		return
+	}
+	c.liveChanged(podKey{pod.Namespace, pod.Name}, pod.UID, deleted || pod.DeletionTimestamp != nil, changes)
 }
 
 func (c *Cache) onPDB(obj any, deleted bool) {
@@ -78,10 +85,24 @@ func (c *Cache) onPDB(obj any, deleted bool) {
 		c.pdbs.set(pdb.Namespace, pdb.Name, sel, newPDBEntry(pdb, live))
 	}
 	c.mu.Unlock()
-	c.ledger.budgetStatusChanged(k, pdb.Status.CurrentHealthy, pdb.Status.DisruptedPods)
+	c.budgetStatusChanged(k, pdb.Status.CurrentHealthy, pdb.Status.DisruptedPods)
 	if covers {
 		c.live.coverageChanged(pdb.Namespace)
 		c.recountChanged(pdb.Namespace)
+	}
+}
+
+// budgetStatusChanged hands a budget's new status to the ledger
+// (ledger.budgetStatusChanged), lets the live count end the holds it may
+// (settleLive), and calls the released hooks when holds ended that free the
+// budget.
+func (c *Cache) budgetStatusChanged(k budgetKey, healthy int32, recorded ...map[string]metav1.Time) {
+	released := c.ledger.budgetStatusChanged(k, healthy, recorded...)
+	if c.settleLive(k) {
+		released = true
+	}
+	if released {
+		c.ledger.notifyReleased()
 	}
 }
 
@@ -124,7 +145,7 @@ func (c *Cache) onPUB(obj any, deleted bool) {
 		c.live.forget(k)
 		return
 	}
-	c.ledger.budgetStatusChanged(k, pub.Status.CurrentAvailable, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
+	c.budgetStatusChanged(k, pub.Status.CurrentAvailable, pub.Status.DisruptedPods, pub.Status.UnavailablePods)
 	if old == nil || !pubCoverageSame(old, pub) {
 		c.live.coverageChanged(pub.Namespace)
 		c.recountChanged(pub.Namespace)

@@ -3,6 +3,7 @@ package budget
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,12 +26,13 @@ type LedgerOptions struct {
 	// happened (the eviction failed, or the caller changed its mind).
 	ReservationTTL time.Duration
 	// SettleDelay is how long after a pod was seen terminating or gone its
-	// reservation holds at least, even once a status received since counts
-	// the pod's going (see budgetStatusChanged). It must exceed the budget
-	// controller's usual lag: a status computed just before the pod went,
-	// but delivered just after, may show a count that dropped for another
-	// reason (another pod turned not Ready) and pass for the one that counts
-	// this pod; by the end of the delay the recomputed status has arrived.
+	// reservation holds at least, even once a status counts the pod's going
+	// (see holdend.go). It must exceed the budget controller's usual lag and
+	// the pod informer's lag behind the budget informer: a status whose
+	// count dropped for another reason (another pod turned not Ready) may
+	// pass for the one that counts this pod; by the end of the delay the
+	// recomputed status has arrived, and so has the other pod's event, which
+	// takes the count back (budgetState.losses).
 	SettleDelay time.Duration
 	// MaxHold ends any reservation this long after it was made, whatever
 	// else happened. It matches the API server's DisruptedPods timeout.
@@ -83,13 +85,22 @@ type entry struct {
 	hasMark bool
 	// healthy is the budget's healthy count (a PDB's currentHealthy, a
 	// PUB's currentAvailable) in the status the disruption was decided on,
-	// and inHealthy whether that count includes the pod: Ready and not
-	// recorded as disrupted, as the budget's controller counts.
+	// raised to the count of any later status while the entry waits, and
+	// inHealthy whether the decision's count includes the pod: Ready and
+	// not recorded as disrupted, as the budget's controller counts (see
+	// countLocked).
 	healthy   int32
 	inHealthy bool
-	// counted is set once a status received after the pod went counts its
-	// going (see budgetStatusChanged).
-	counted bool
+	// lossesAt is the budget's losses (budgetState.losses) when the entry
+	// was made.
+	lossesAt int32
+	// peers are the live entries of the budget whose going was not
+	// counted when this one was made, and those made while this one's was
+	// not (the other victims of its plan among them): the count its
+	// decision read includes their pods (see countLocked).
+	peers []*entry
+	// counted is what showed the pod's going, if anything has (holdend.go).
+	counted countedBy
 }
 
 // budgetState is the ledger's view of one budget.
@@ -99,6 +110,14 @@ type budgetState struct {
 	entries []*entry
 	// inline holds the first entries without another allocation.
 	inline [2]*entry
+	// status is the healthy count of the latest status of the budget the
+	// ledger knows: the one its first entry was decided on, or a later one
+	// (budgetStatusChanged).
+	status int32
+	// losses counts the covered pods other than the ones held against the
+	// budget that the Cache saw stop counting healthy (turn not Ready, be
+	// deleted, leave the budget) while the budget had entries (podEvent).
+	losses int32
 }
 
 // ledger records in-flight disruptions. It is safe for concurrent use.
@@ -108,10 +127,20 @@ type ledger struct {
 	clock   clock.PassiveClock
 	budgets map[budgetKey]*budgetState
 	pods    map[podKey][]*entry
-	// released are called when a reservation is cancelled or expires
-	// unused: a budget is free again without any budget event (see
+	// n is the number of entries, read without mu by the pod event
+	// handler to skip the ledger when it holds nothing.
+	n atomic.Int32
+	// released are called when holds end and free a budget (see
 	// Cache.OnRelease).
 	released []func()
+	// timers runs the wake timer (holdend.go): the clock's when it has
+	// timers, else the real clock's.
+	timers clock.WithDelayedExecution
+	// timer, when set, calls wake at wakeAt; timerGen tells a timer that
+	// was replaced from the current one.
+	timer    clock.Timer
+	wakeAt   time.Time
+	timerGen uint64
 }
 
 // notifyReleased calls the released hooks. Caller holds no lock.
@@ -124,65 +153,32 @@ func (l *ledger) notifyReleased() {
 	}
 }
 
-// expireLater drops, ReservationTTL from now, the entries of held whose
-// disruption has not happened by then (their pod is still there), and
-// notifies the released hooks when it dropped any. Without it a budget
-// they held would be free again only in the next decision's eyes, and a
-// preemptor it blocked would wait for an unrelated event. Caller holds mu.
-func (l *ledger) expireLater(held []*entry) {
-	if len(l.released) == 0 || l.opts.DryRun {
-		return
-	}
-	held = slices.Clone(held) // Reservation.CancelPod reuses its slice
-	time.AfterFunc(l.opts.ReservationTTL, func() {
-		l.mu.Lock()
-		now, dropped := l.clock.Now(), 0
-		for _, e := range held {
-			bs := l.budgets[e.budget]
-			if bs != nil && slices.Contains(bs.entries, e) && e.gone.IsZero() && !l.live(e, now) {
-				l.drop(e)
-				dropped++
-			}
-		}
-		l.mu.Unlock()
-		if dropped > 0 {
-			l.notifyReleased()
-		}
-	})
-}
-
-// OnRelease calls fn whenever a reservation is cancelled, or ends because
-// its disruption did not happen in time (LedgerOptions.ReservationTTL): the
-// budgets it held are free again, with no budget event to say so. fn must
-// not block.
+// OnRelease calls fn whenever holds end and free a budget with no budget
+// event to say so: a reservation cancelled, or a hold that ends by
+// ReservationTTL, SettleDelay or MaxHold, at the moment it ends, or at once
+// when the event that lets it end comes after that (docs/design.md, The
+// ledger). fn is called without the ledger's lock, and must not block.
 func (c *Cache) OnRelease(fn func()) {
-	c.ledger.mu.Lock()
-	defer c.ledger.mu.Unlock()
-	c.ledger.released = append(c.ledger.released, fn)
+	l := c.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.released = append(l.released, fn)
+	// The holds made before the first hook have no timer yet.
+	l.wakeForAllLocked()
 }
 
 func newLedger(opts LedgerOptions, clk clock.PassiveClock) *ledger {
+	timers, ok := clk.(clock.WithDelayedExecution)
+	if !ok {
+		timers = clock.RealClock{}
+	}
 	return &ledger{
 		opts:    opts.withDefaults(),
 		clock:   clk,
+		timers:  timers,
 		budgets: map[budgetKey]*budgetState{},
 		pods:    map[podKey][]*entry{},
 	}
-}
-
-// live reports whether e still holds its budget at now. Caller holds mu.
-func (l *ledger) live(e *entry, now time.Time) bool {
-	age := now.Sub(e.created)
-	if age >= l.opts.MaxHold {
-		return false
-	}
-	if l.opts.DryRun {
-		return true
-	}
-	if e.gone.IsZero() {
-		return age < l.opts.ReservationTTL
-	}
-	return !e.counted || now.Sub(e.gone) < l.opts.SettleDelay
 }
 
 // inflight counts the live entries against k. Caller holds mu (read is enough).
@@ -232,16 +228,28 @@ func (l *ledger) liveBudgetsOf(pod podKey, uid types.UID, now time.Time) []budge
 	return keys
 }
 
-// add records a new entry. Caller holds mu for writing.
+// add records a new entry, decided on the budget's status with healthy
+// count e.healthy, and wakes the ledger when it ends. Caller holds mu for
+// writing.
 func (l *ledger) add(e *entry) {
 	bs := l.budgets[e.budget]
 	if bs == nil {
-		bs = &budgetState{}
+		bs = &budgetState{status: e.healthy}
 		bs.entries = bs.inline[:0]
 		l.budgets[e.budget] = bs
 	}
+	e.lossesAt = bs.losses
+	now := l.clock.Now()
+	for _, f := range bs.entries {
+		if f.counted == notCounted && l.live(f, now) {
+			e.peers = append(e.peers, f)
+			f.peers = append(f.peers, e)
+		}
+	}
 	bs.entries = append(bs.entries, e)
 	l.pods[e.pod] = append(l.pods[e.pod], e)
+	l.n.Add(1)
+	l.wakeByLocked(l.endsAt(e))
 }
 
 // drop removes an entry. Caller holds mu for writing.
@@ -249,6 +257,7 @@ func (l *ledger) drop(e *entry) {
 	if bs := l.budgets[e.budget]; bs != nil {
 		if i := slices.Index(bs.entries, e); i >= 0 {
 			bs.entries = slices.Delete(bs.entries, i, i+1)
+			l.n.Add(-1)
 		}
 		if len(bs.entries) == 0 {
 			delete(l.budgets, e.budget)
@@ -268,30 +277,6 @@ func (l *ledger) drop(e *entry) {
 	}
 }
 
-// sweep drops the entries of k that no longer hold. Caller holds mu for writing.
-func (l *ledger) sweep(k budgetKey, now time.Time) {
-	bs := l.budgets[k]
-	if bs == nil {
-		return
-	}
-	// Backwards, so that dropping an entry moves none still to be seen.
-	for i := len(bs.entries) - 1; i >= 0; i-- {
-		if e := bs.entries[i]; !l.live(e, now) {
-			l.drop(e)
-		}
-	}
-}
-
-// sweepAll drops every entry that no longer holds.
-func (l *ledger) sweepAll() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
-	for k := range l.budgets {
-		l.sweep(k, now)
-	}
-}
-
 // size is the number of entries, live or not yet swept.
 func (l *ledger) size() int {
 	l.mu.RLock()
@@ -301,74 +286,6 @@ func (l *ledger) size() int {
 		n += len(list)
 	}
 	return n
-}
-
-// budgetStatusChanged is called for every update of a budget, with the
-// healthy count (a PDB's currentHealthy, a PUB's currentAvailable) and the
-// DisruptedPods (and, for PUBs, UnavailablePods) of its new status.
-//
-// Entries whose pod the status now records as disrupted end: the status
-// counts them.
-//
-// The entry of a pod that went unrecorded (deleted, or evicted while this
-// Cache missed the status with the API server's record) ends only once a
-// status received after the pod went counts its going, and SettleDelay has
-// passed since it went (see live). Arriving after the pod went is not
-// enough: a status computed before it went, still counting it healthy, can
-// be delivered after, and the one that counts it can come much later (a
-// slow controller, a watch that dropped). A status names no healthy pod;
-// what shows a pod's going is its healthy count, one lower than the count
-// the disruption was decided on, which included the pod. A pod that was not
-// in that count (not Ready, or recorded as disrupted) takes nothing from it,
-// so any status received after it went counts it.
-func (l *ledger) budgetStatusChanged(k budgetKey, healthy int32, recorded ...map[string]metav1.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
-	bs := l.budgets[k]
-	if bs == nil {
-		return
-	}
-	var buf [4]*entry
-	waiting, lowest := buf[:0], int32(0)
-	for i := len(bs.entries) - 1; i >= 0; i-- {
-		e := bs.entries[i]
-		if l.recordedIn(e, recorded) {
-			l.drop(e)
-			continue
-		}
-		switch {
-		case e.gone.IsZero() || e.counted:
-		case !e.inHealthy:
-			e.counted = true
-		default:
-			if len(waiting) == 0 || e.healthy < lowest {
-				lowest = e.healthy
-			}
-			waiting = append(waiting, e)
-		}
-	}
-	// All together or none: the victims of one plan were decided on the
-	// same count, and a status that counts only some of their goings is
-	// lower by fewer than their number; it counts the others healthy still.
-	if len(waiting) > 0 && healthy <= lowest-int32(len(waiting)) {
-		for _, e := range waiting {
-			e.counted = true
-		}
-	}
-	l.sweep(k, now)
-}
-
-// recordedIn reports whether one of recorded, a status's DisruptedPods or
-// UnavailablePods, records e's disruption: its pod with another timestamp
-// than when e was made. Caller holds mu.
-func (l *ledger) recordedIn(e *entry, recorded []map[string]metav1.Time) bool {
-	for _, m := range recorded {
-		if t, ok := m[e.pod.name]; ok && (!e.hasMark || !t.Equal(&e.mark)) {
-			return true
-		}
-	}
-	return false
 }
 
 // budgetDeleted forgets a budget and its entries.
@@ -381,26 +298,6 @@ func (l *ledger) budgetDeleted(k budgetKey) {
 		}
 	}
 	delete(l.budgets, k)
-}
-
-// podGone marks the entries of a pod that is terminating or deleted. A pod
-// recreated under the same name (another UID) also ends the old pod's entries'
-// wait for deletion.
-func (l *ledger) podGone(pod podKey, uid types.UID, terminatingOrDeleted bool) {
-	l.mu.RLock()
-	list := l.pods[pod]
-	l.mu.RUnlock()
-	if len(list) == 0 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
-	for _, e := range l.pods[pod] {
-		if e.gone.IsZero() && (terminatingOrDeleted || e.podUID != uid) {
-			e.gone = now
-		}
-	}
 }
 
 // Reservation is the set of ledger entries one decision made. Cancel it

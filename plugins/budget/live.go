@@ -1,16 +1,13 @@
 package budget
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // The live count of a budget's healthy pods.
@@ -247,13 +244,23 @@ func (x *liveIndex) apply(p *livePod, sign int32) {
 	}
 }
 
+// liveChange is a budget whose live count a pod's event changed: lost when
+// the pod (pod, uid) stopped counting healthy against it, else it started.
+type liveChange struct {
+	key  budgetKey
+	pod  podKey
+	uid  types.UID
+	lost bool
+}
+
 // podChanged counts pod as it is now (or forgets it when deleted), as an
-// informer event delivered it.
-func (c *Cache) podChanged(pod *v1.Pod, deleted bool) {
+// informer event delivered it. When track is set, it appends to changes
+// the budgets whose count changed.
+func (c *Cache) podChanged(pod *v1.Pod, deleted, track bool, changes []liveChange) []liveChange {
 	x := c.live
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	c.podChangedLocked(pod, deleted)
+	return c.podChangedLocked(pod, deleted, track, changes)
 }
 
 // podChangedLocked is podChanged; the caller holds c.live.mu. A pod whose
@@ -261,19 +268,20 @@ func (c *Cache) podChanged(pod *v1.Pod, deleted bool) {
 // (by resourceVersion) than the one the pod was counted from changes
 // nothing: recount may have counted a newer object than an event that the
 // informer has yet to deliver.
-func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
+func (c *Cache) podChangedLocked(pod *v1.Pod, deleted, track bool, changes []liveChange) []liveChange {
 	x := c.live
 	k := podKey{pod.Namespace, pod.Name}
 	old := x.pods[k]
 	if deleted {
 		if old != nil && old.uid == pod.UID {
+			changes = old.lostAll(k, track, changes)
 			x.remove(k, old)
 		}
-		return
+		return changes
 	}
 	rv := resourceVersion(pod)
 	if old != nil && old.uid == pod.UID && rv != 0 && rv < old.rv {
-		return
+		return changes
 	}
 	var pdbBuf [2]*pdbEntry
 	var pubBuf [2]*PUB
@@ -289,16 +297,24 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 			x.bySrc[pod] = old
 		}
 		old.src, old.gen, old.rv = pod, old.ns.n, rv
-		return
+		return changes
 	}
 	if len(pdbs)+len(pubs) == 0 {
 		if old != nil {
+			changes = old.lostAll(k, track, changes)
 			x.remove(k, old)
 		}
-		return
+		return changes
 	}
+	// What the pod counted healthy against before, to tell what changed.
+	var wasBuf [4]budgetKey
+	var was []budgetKey
+	var wasUID types.UID
 	p := old
 	if p != nil {
+		if track {
+			was, wasUID = p.healthyKeys(wasBuf[:0]), p.uid
+		}
 		x.apply(p, -1)
 		delete(x.bySrc, p.src)
 	} else {
@@ -321,6 +337,53 @@ func (c *Cache) podChangedLocked(pod *v1.Pod, deleted bool) {
 	x.apply(p, 1)
 	x.pods[k] = p
 	x.bySrc[pod] = p
+	if track && old != nil {
+		// Lost: counted before (by the old UID) and not now.
+		for _, b := range was {
+			if wasUID != p.uid || !p.counts(b) {
+				changes = append(changes, liveChange{key: b, pod: k, uid: wasUID, lost: true})
+			}
+		}
+	}
+	return p.gained(was, wasUID, k, track, changes)
+}
+
+// healthyKeys appends the budgets p counts healthy against to out.
+func (p *livePod) healthyKeys(out []budgetKey) []budgetKey {
+	for _, b := range p.budgets {
+		if p.healthyFor(b.key.kind) {
+			out = append(out, b.key)
+		}
+	}
+	return out
+}
+
+// lostAll appends to changes, when track is set, every budget p (pod k)
+// counts healthy against, lost: p is being removed.
+func (p *livePod) lostAll(k podKey, track bool, changes []liveChange) []liveChange {
+	if !track {
+		return changes
+	}
+	for _, b := range p.budgets {
+		if p.healthyFor(b.key.kind) {
+			changes = append(changes, liveChange{key: b.key, pod: k, uid: p.uid, lost: true})
+		}
+	}
+	return changes
+}
+
+// gained appends to changes, when track is set, the budgets p (pod k)
+// counts healthy against that it did not before (was, counted by wasUID).
+func (p *livePod) gained(was []budgetKey, wasUID types.UID, k podKey, track bool, changes []liveChange) []liveChange {
+	if !track {
+		return changes
+	}
+	for _, b := range p.budgets {
+		if p.healthyFor(b.key.kind) && (wasUID != p.uid || !slices.Contains(was, b.key)) {
+			changes = append(changes, liveChange{key: b.key, pod: k, uid: p.uid})
+		}
+	}
+	return changes
 }
 
 // remove forgets p, pod k's entry: its contribution, its filings, and its
@@ -363,170 +426,4 @@ func (x *liveIndex) sameBudgets(refs []liveRef, pdbs []*pdbEntry, pubs []*PUB) b
 		}
 	}
 	return true
-}
-
-// recount counts every pod of namespace again as the pod lister has it
-// (every namespace when namespace is ""), after a budget's coverage changed,
-// and forgets the pods the lister no longer has.
-//
-// It lists under the lock the event handlers take. The informer writes its
-// store before it calls the handlers, so an event handled before the lock
-// was taken delivered an object the list has too, or an older one; a
-// listed pod is never one deleted before it, and a pod the list lacks was
-// deleted (its event may be still to come). An event still to come may
-// deliver an object older than the listed one: podChangedLocked keeps the
-// newer. Listing outside the lock would let an event handled in between be
-// overwritten by the older listed object: a pod that has just turned not
-// Ready would count healthy again, a pod deleted in between for ever.
-func (c *Cache) recount(namespace string) {
-	if c.podLister == nil {
-		return
-	}
-	c.recounts.Add(1)
-	x := c.live
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var pods []*v1.Pod
-	var err error
-	if namespace == "" {
-		pods, err = c.podLister.List(labels.Everything())
-	} else {
-		pods, err = c.podLister.Pods(namespace).List(labels.Everything())
-	}
-	if err != nil {
-		c.logger.Error(err, "Cannot list pods to count budgets' healthy pods", "namespace", namespace)
-		return
-	}
-	for _, pod := range pods {
-		c.podChangedLocked(pod, false)
-	}
-	// Prune what the list lacks. A pod counted now is in the list, so
-	// only pods counted before are looked up.
-	listed := make(map[podKey]types.UID, len(pods))
-	for _, pod := range pods {
-		listed[podKey{pod.Namespace, pod.Name}] = pod.UID
-	}
-	prune := func(k podKey, p *livePod) {
-		if uid, ok := listed[k]; !ok || uid != p.uid {
-			x.remove(k, p)
-		}
-	}
-	if namespace != "" {
-		if g := x.coverage[namespace]; g != nil {
-			for p := range g.pods {
-				prune(podKey{namespace, p.src.Name}, p)
-			}
-		}
-		return
-	}
-	for k, p := range x.pods {
-		prune(k, p)
-	}
-}
-
-// onWorkload counts the namespace of a ReplicaSet, Deployment or
-// StatefulSet that appeared or went again when a PUB there covers pods by
-// targetRef: its pods may have been counted before the workload was known
-// (the informers deliver in no common order, and a dry run reads workloads
-// from another cluster than its pods).
-func (c *Cache) onWorkload(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return
-	}
-	ns := m.GetNamespace()
-	c.mu.RLock()
-	targeted := false
-	for t := range c.pubsByTarget {
-		if t.namespace == ns {
-			targeted = true
-			break
-		}
-	}
-	c.mu.RUnlock()
-	if targeted {
-		c.live.coverageChanged(ns)
-		c.recountChanged(ns)
-	}
-}
-
-// onWorkloadUpdate is onWorkload for a workload whose owners changed (a
-// ReplicaSet adopted by another Deployment): a PUB's targetRef resolves
-// through them. Other updates (a new status) change no coverage.
-func (c *Cache) onWorkloadUpdate(oldObj, obj any) {
-	o, err1 := meta.Accessor(oldObj)
-	n, err2 := meta.Accessor(obj)
-	if err1 != nil || err2 != nil || o.GetUID() != n.GetUID() || !equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) {
-		c.onWorkload(obj)
-	}
-}
-
-// liveCounted reports whether the live count is complete: every informer
-// has delivered its initial list, and every pod was counted against every
-// budget after that (countAllOnce). Before that, decisions use the status
-// alone (the plugins refuse everything until the Cache syncs anyway).
-func (c *Cache) liveCounted() bool { return c.liveOn.Load() }
-
-// recountChanged is recount for an event that changed which pods a budget
-// covers. Until the first full count (countAllOnce) it counts nothing: that
-// count comes after every informer's initial list, and covers every event
-// of those lists. Counting a namespace again for each budget of an initial
-// list would cost a pass over the namespace's pods per budget: at 30,000
-// pods and 3,000 PDBs in one namespace the Cache would take longer than two
-// minutes to sync, and the descheduler's BudgetAwareEvictor would refuse
-// every pod meanwhile.
-func (c *Cache) recountChanged(namespace string) {
-	if c.recountsOn.Load() {
-		c.recount(namespace)
-	}
-}
-
-// informersSynced reports whether every informer has delivered its initial
-// list to the Cache's handlers.
-func (c *Cache) informersSynced() bool {
-	c.syncMu.Lock()
-	synced := c.synced
-	c.syncMu.Unlock()
-	for _, s := range synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
-}
-
-// countAllOnce reports whether every informer has delivered its initial
-// list to the Cache; the first time it has, it turns the event handlers'
-// recounts on, counts every namespace once and turns the live count on,
-// before it returns (callers that race wait for that count). A handler
-// that saw recounts off had filed its budget before it looked, and the
-// count comes after they are on, so it sees that budget. It takes the
-// live index's lock: a caller must hold none of the Cache's locks. New
-// starts a goroutine that calls it once the informers have synced, so the
-// count does not wait for a caller of HasSynced.
-func (c *Cache) countAllOnce() bool {
-	if !c.informersSynced() {
-		return false
-	}
-	c.firstCount.Do(func() {
-		c.recountsOn.Store(true)
-		c.recount("")
-		c.liveOn.Store(true)
-	})
-	return true
-}
-
-// LiveHealthy returns how many pods covered by the budget are healthy now,
-// as the Cache's pod informer has them (for diagnostics and tests).
-func (c *Cache) LiveHealthy(kind BudgetKind, namespace, name string) int32 {
-	x := c.live
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if lc := x.counts[budgetKey{kind, namespace, name}]; lc != nil {
-		return lc.n
-	}
-	return 0
 }

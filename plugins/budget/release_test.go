@@ -16,8 +16,8 @@ import (
 // its disruption never happened, frees its budget with no budget event; the
 // OnRelease hooks say so, so that a preemptor the reservation blocked is
 // retried at once rather than at the scheduling queue's 5-minute flush. A
-// reservation whose pod went is settled by the budget's status, which is an
-// event of its own: no hook.
+// reservation whose pod went holds until its going is counted: no hook
+// meanwhile (the other ends: TestReleaseHooksFollowEveryEndThatFreesABudget).
 func TestReleaseHooksFollowReservationsThatEndUnused(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig()))
 	const ttl = 50 * time.Millisecond

@@ -229,10 +229,11 @@ func (pl *BudgetAwarePreemption) watchBudgetInformers(ctx context.Context, facto
 	if err := pl.watchBudgets(ctx, factory.Policy().V1().PodDisruptionBudgets().Informer(), nil); err != nil {
 		return err
 	}
-	// A reservation that ends unused (a victim the API server refused,
-	// one whose disruption never happened) frees its budgets without a
-	// budget event; so does a refusal that runs out.
-	pl.budgets.OnRelease(func() { pl.activateBlocked(ctx, "a reservation was cancelled or ended unused") })
+	// A hold that ends (cancelled for a victim the API server refused,
+	// expired when its disruption never happened, or ended by the settle
+	// delay or the maximum hold once its pod went) frees its budgets
+	// without a budget event; so does a refusal that runs out.
+	pl.budgets.OnRelease(func() { pl.activateBlocked(ctx, "a hold on a budget ended") })
 	if pl.refused != nil {
 		pl.refused.expired = func(uid types.UID) {
 			// uid is a pod's, or a gang's PodGroup's.
