@@ -126,6 +126,9 @@ verify:
 	hack/verify-gomod.sh
 	hack/verify-crds.sh
 	hack/verify-manifests.sh
+	# promtool (Debian's package prometheus, installed when missing) checks
+	# and unit-tests the chart's alerts.
+	hack/verify-prometheusrules.sh
 	# golangci-lint runs go vet's analyzers (its govet linter, default set)
 	# with every other linter, on every file, build tags perf and soak
 	# included (.golangci.yml). A separate go vet would analyse every

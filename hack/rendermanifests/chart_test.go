@@ -569,6 +569,11 @@ func TestSchemaRefusesMistakes(t *testing.T) {
 		{"descheduler.successfulJobsHistoryLimit=-1", []string{"at '/descheduler/successfulJobsHistoryLimit'"}},
 		{"scheduler.podDisruptionBudget.maxUnavailable=one", []string{"at '/scheduler/podDisruptionBudget/maxUnavailable'"}},
 		{"serviceMonitor.enable=true", []string{"at '/serviceMonitor'", "'enable' not allowed"}},
+		{"prometheusRule.enable=true", []string{"at '/prometheusRule'", "'enable' not allowed"}},
+		{"prometheusRule.additionalLabels.release=null", []string{"at '/prometheusRule/additionalLabels/release'"}},
+		{"grafanaDashboard.labels.grafana_dashboard=1", []string{"at '/grafanaDashboard'", "'labels' not allowed"}},
+		{"grafanaDashboard.label=grafana dashboard", []string{"at '/grafanaDashboard/label'"}},
+		{"grafanaDashboard.labelValue=-1-", []string{"at '/grafanaDashboard/labelValue'"}},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := renderSet(ch, tc.set)

@@ -87,9 +87,14 @@ func TestShippedArtifacts(t *testing.T) {
 
 	showcasePreemption(t, env)
 	deschedulingCase(t, env, descheduler)
+	apiRefusalCase(t, env, scheduler, cp.Config.BearerToken)
 
 	// Metrics, with budgetguard's among them. The scheduler authorizes
-	// /metrics by SubjectAccessReview: ask as the admin.
+	// /metrics by SubjectAccessReview: ask as the admin. The cases above
+	// gave the counter vectors the chart's alerts and dashboard query
+	// their first series; checkMonitoringQueries checks those queries
+	// against these scrapes.
+	scrapes := map[string]string{}
 	for _, c := range []struct {
 		comp    *component
 		token   string
@@ -103,11 +108,15 @@ func TestShippedArtifacts(t *testing.T) {
 			t.Errorf("%s /metrics: %d %v", c.comp.name, code, err)
 			continue
 		}
+		scrapes[c.comp.name] = body
 		for _, m := range c.metrics {
 			if _, ok := metricValue(body, m); !ok {
 				t.Errorf("%s /metrics has no %s", c.comp.name, m)
 			}
 		}
+	}
+	if len(scrapes) == 2 {
+		checkMonitoringQueries(t, cp, scrapes)
 	}
 
 	// Least privilege: what they must not do is forbidden, and the audit log
