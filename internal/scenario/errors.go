@@ -105,8 +105,12 @@ func (c *collector) err() error {
 	// Checks across documents run last; put every problem in file order.
 	slices.SortStableFunc(c.errs, func(a, b *FieldError) int { return cmp.Compare(a.Document, b.Document) })
 	if c.dropped > 0 {
+		noun := "problems"
+		if c.dropped == 1 {
+			noun = "problem"
+		}
 		c.errs = append(c.errs, &FieldError{File: c.file, Document: -1,
-			Detail: fmt.Sprintf("%d more problems not shown", c.dropped)})
+			Detail: fmt.Sprintf("%d more %s not shown", c.dropped, noun)})
 	}
 	return c.errs
 }

@@ -501,20 +501,28 @@ func TestLoad(t *testing.T) {
 }
 
 func TestTooManyProblems(t *testing.T) {
-	var steps strings.Builder
-	steps.WriteString("- apply: {phase: setup}\n")
-	for range maxErrors + 10 {
-		steps.WriteString("- settle: 0s\n")
-	}
-	_, err := Parse([]byte(scenarioWith(withSteps(steps.String()))), "x.yaml", t.TempDir())
-	var list ErrorList
-	if !errors.As(err, &list) {
-		t.Fatalf("error %v, want an ErrorList", err)
-	}
-	if len(list) != maxErrors+1 {
-		t.Fatalf("got %d problems, want %d shown and a last line counting the rest", len(list), maxErrors)
-	}
-	if got, want := list[maxErrors].Error(), "x.yaml: 10 more problems not shown"; got != want {
-		t.Errorf("last line %q, want %q", got, want)
+	for _, tc := range []struct {
+		extra int
+		want  string
+	}{
+		{10, "x.yaml: 10 more problems not shown"},
+		{1, "x.yaml: 1 more problem not shown"},
+	} {
+		var steps strings.Builder
+		steps.WriteString("- apply: {phase: setup}\n")
+		for range maxErrors + tc.extra {
+			steps.WriteString("- settle: 0s\n")
+		}
+		_, err := Parse([]byte(scenarioWith(withSteps(steps.String()))), "x.yaml", t.TempDir())
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Fatalf("error %v, want an ErrorList", err)
+		}
+		if len(list) != maxErrors+1 {
+			t.Fatalf("got %d problems, want %d shown and a last line counting the rest", len(list), maxErrors)
+		}
+		if got := list[maxErrors].Error(); got != tc.want {
+			t.Errorf("last line %q, want %q", got, tc.want)
+		}
 	}
 }

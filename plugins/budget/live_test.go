@@ -640,3 +640,20 @@ func TestCoverageEntriesGoWithTheirPods(t *testing.T) {
 	}
 	checkLiveIndex(t, h)
 }
+
+// The live count's sentence counts in words that agree with the numbers:
+// "1 covered pod is", "1 is desired", "1 other".
+func TestLiveMessageCountsInTheSingular(t *testing.T) {
+	for _, tc := range []struct {
+		statusHealthy, healthy, busy, desired, planned int32
+		want                                           string
+	}{
+		{2, 1, 0, 1, 0, "the status counts 2 healthy, but 1 covered pod is healthy now and 1 is desired: the budget's controller has not counted a change yet"},
+		{4, 3, 1, 3, 1, "the status counts 4 healthy, but 3 covered pods are healthy now (1 of them being disrupted) and 3 are desired: the budget's controller has not counted a change yet; needs 2 (this pod and 1 other of the same disruption)"},
+		{4, 3, 0, 2, 2, "the status counts 4 healthy, but 3 covered pods are healthy now and 2 are desired: the budget's controller has not counted a change yet; needs 3 (this pod and 2 others of the same disruption)"},
+	} {
+		if got := liveMessage(tc.statusHealthy, tc.healthy, tc.busy, tc.desired, tc.planned); got != tc.want {
+			t.Errorf("liveMessage(%d, %d, %d, %d, %d) =\n  %q\nwant\n  %q", tc.statusHealthy, tc.healthy, tc.busy, tc.desired, tc.planned, got, tc.want)
+		}
+	}
+}

@@ -167,13 +167,21 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 }
 
 func liveMessage(statusHealthy, healthy, busy, desired, planned int32) string {
-	msg := fmt.Sprintf("the status counts %d healthy, but %d covered pods are healthy now", statusHealthy, healthy)
+	msg := fmt.Sprintf("the status counts %d healthy, but %s %s healthy now", statusHealthy, Count(int(healthy), "covered pod"), isAre(healthy))
 	if busy > 0 {
 		msg += fmt.Sprintf(" (%d of them being disrupted)", busy)
 	}
-	msg += fmt.Sprintf(" and %d are desired: the budget's controller has not counted a change yet", desired)
+	msg += fmt.Sprintf(" and %d %s desired: the budget's controller has not counted a change yet", desired, isAre(desired))
 	if planned > 0 {
-		msg += fmt.Sprintf("; needs %d (this pod and %d other of the same disruption)", planned+1, planned)
+		msg += fmt.Sprintf("; needs %d (this pod and %d %s of the same disruption)", planned+1, planned, plural(planned, "other"))
 	}
 	return msg
+}
+
+// isAre is the verb for n things: "is" for 1, "are" otherwise.
+func isAre(n int32) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
