@@ -14,7 +14,7 @@ export GO
 VERSION ?= $(shell hack/version.sh)
 LDFLAGS = $(shell VERSION=$(VERSION) hack/ldflags.sh)
 
-.PHONY: all build demo images chart release test test-unit test-integration soak promise bench perf manifests verify upstream-preemption e2e-node
+.PHONY: all build demo images chart release test test-unit test-integration soak promise bench perf perf-report manifests verify upstream-preemption e2e-node
 
 # `make test` runs test-unit, then test-integration, even under -j.
 .NOTPARALLEL:
@@ -93,6 +93,11 @@ perf:
 	PERF_NODES=$(PERF_NODES) PERF_COUNT=$(PERF_COUNT) hack/perf.sh
 	hack/perf-desched.sh
 
+# Regenerate every table of docs/performance.md from the raw output kept in
+# docs/perf-data/ (hack/perfreport; make verify fails when the page differs).
+perf-report:
+	$(GO) run ./hack/perfreport -write
+
 # budgetguard's release on a real node, offline (docs/e2e-node.md): installs
 # containerd, runc and the CNI plugins from Debian's packages, builds the
 # control plane and the kubelet from the pinned modules and the images
@@ -129,6 +134,8 @@ verify:
 	# promtool (Debian's package prometheus, installed when missing) checks
 	# and unit-tests the chart's alerts.
 	hack/verify-prometheusrules.sh
+	# docs/performance.md's tables against docs/perf-data/ (hack/perfreport).
+	hack/verify-perf-report.sh
 	# golangci-lint runs go vet's analyzers (its govet linter, default set)
 	# with every other linter, on every file, build tags perf and soak
 	# included (.golangci.yml). A separate go vet would analyse every

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +43,10 @@ var (
 	deschedNodes   = flag.Int("desched-nodes", 100, "nodes of BenchmarkDeschedulingLoop's cluster (the issue's size is 1000)")
 	deschedPods    = flag.Int("desched-pods", 3000, "pods of BenchmarkDeschedulingLoop's cluster, in applications of 10 (the issue's size is 30000)")
 	deschedBudgets = flag.Int("desched-budgets", 300, "PDBs of BenchmarkDeschedulingLoop's cluster, one per application, at most pods/10 (the issue's size is 3000)")
+	deschedOrder   = flag.String("desched-evictor-order", "DefaultEvictor,BudgetAwareEvictor",
+		"the evictors in the order the first pair runs them; each further pair reverses the order of the one before")
+	deschedPairs = flag.Int("desched-pairs", 1,
+		"pairs of loops (one with each evictor) on the one cluster of this process; with more than 1 the sub-benchmarks are pair=<i>/evictor=<name>")
 )
 
 const deschedNamespace = "loop"
@@ -114,17 +120,61 @@ func stopLoopCluster() {
 // (informer start and sync included); evictions, the Eviction API's 201s;
 // refused-429, its 429s. After each loop the evicted pods are recreated and
 // the benchmark waits until every pod is Ready and every PDB whole again.
+//
+// It runs -desched-pairs pairs of loops on the one cluster, the first in the
+// order -desched-evictor-order gives, each further one in the reverse order
+// of the one before, so that neither evictor always runs on a cluster the
+// other has just put back. Before each pair it prints "evictor order: A, B"
+// (a line benchstat passes over; hack/perfreport reads it).
 func BenchmarkDeschedulingLoop(b *testing.B) {
+	order, err := evictorOrder(*deschedOrder)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if *deschedPairs < 1 {
+		b.Fatalf("-desched-pairs=%d: want at least 1", *deschedPairs)
+	}
 	loopOnce.Do(func() { loop, loopErr = buildLoopCluster(*deschedNodes, *deschedPods, *deschedBudgets) })
 	if loopErr != nil {
 		b.Fatal(loopErr)
 	}
 	b.Logf("cluster of %d nodes, %d pods, %d PDBs built in %s", *deschedNodes, len(loop.pods), len(loop.allowed), loop.built.Round(time.Second))
-	for _, budgetAware := range []bool{false, true} {
-		name := "DefaultEvictor"
-		if budgetAware {
-			name = budgetevictor.PluginName
+	for pair := 1; pair <= *deschedPairs; pair++ {
+		fmt.Printf("evictor order: %s\n", strings.Join(order, ", "))
+		if *deschedPairs == 1 {
+			runLoops(b, order)
+		} else {
+			b.Run(fmt.Sprintf("pair=%d", pair), func(b *testing.B) { runLoops(b, order) })
 		}
+		slices.Reverse(order)
+	}
+}
+
+// evictorOrder checks that order names DefaultEvictor and BudgetAwareEvictor
+// once each, and returns them in its order.
+func evictorOrder(order string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(order, ",") {
+		name = strings.TrimSpace(name)
+		if name != "DefaultEvictor" && name != budgetevictor.PluginName {
+			return nil, fmt.Errorf("-desched-evictor-order=%q: %q is neither DefaultEvictor nor %s", order, name, budgetevictor.PluginName)
+		}
+		if slices.Contains(out, name) {
+			return nil, fmt.Errorf("-desched-evictor-order=%q names %s twice", order, name)
+		}
+		out = append(out, name)
+	}
+	if len(out) != 2 {
+		return nil, fmt.Errorf("-desched-evictor-order=%q: want DefaultEvictor and %s, once each", order, budgetevictor.PluginName)
+	}
+	return out, nil
+}
+
+// runLoops runs one loop with each evictor, in order, as sub-benchmarks
+// evictor=<name>.
+func runLoops(b *testing.B, order []string) {
+	for _, name := range order {
+		budgetAware := name == budgetevictor.PluginName
 		b.Run("evictor="+name, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 			defer cancel()

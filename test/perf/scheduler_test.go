@@ -35,6 +35,8 @@ var (
 		"directory of k8s.io/kubernetes/test/integration/scheduler_perf (default: the module cache's, from go list)")
 	perfNodes = flag.String("perf-nodes", "100,500,1000",
 		"sizes (node counts) of the workloads added to upstream's preemption test cases")
+	perfPluginOrder = flag.String("perf-plugin-order", "DefaultPreemption,BudgetAwarePreemption",
+		"the plugins in the order this process runs them (hack/perf.sh alternates it between repetitions)")
 )
 
 // upstreamTestCases are taken unchanged from upstream's
@@ -83,9 +85,10 @@ var pluginsUnderTest = []pluginUnderTest{
 }
 
 // BenchmarkPerfScheduling runs upstream's preemption test cases and
-// budgets.yaml's under each plugin, one after the other in each repetition,
-// as sub-benchmarks named plugin=<name>, so that benchstat -col /plugin
-// compares them. Select sizes with
+// budgets.yaml's under each plugin, one after the other in each repetition
+// in the order -perf-plugin-order gives (printed first, as "plugin order:
+// A, B", a line benchstat ignores), as sub-benchmarks named plugin=<name>,
+// so that benchstat -col /plugin compares them. Select sizes with
 // -perf-scheduling-label-filter=budgetguard,nodes-100.
 //
 // Besides scheduler_perf's figures (SchedulingThroughput, the PostFilter
@@ -94,8 +97,21 @@ var pluginsUnderTest = []pluginUnderTest{
 // scheduler share the process: compare plugins, not absolute numbers), and
 // the budgeted workloads report victims and overbudget-victims; measured-pods
 // is the number of pods of the measured phase; postfilter-calls and its
-// companions count PostFilter's calls by status (reportPostFilterCalls).
+// companions count PostFilter's calls by status (reportPostFilterCalls);
+// bound-pods/s is the measured phase's throughput from the pods' own bind
+// times (bindClock), which scheduler_perf's 1-second poll does not resolve.
 func BenchmarkPerfScheduling(b *testing.B) {
+	plugins, err := pluginOrder(*perfPluginOrder)
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, len(plugins))
+	for i, p := range plugins {
+		names[i] = p.name
+	}
+	// Not a benchmark line nor a "key: value" configuration line (its key
+	// has a space), so benchstat passes over it; hack/perfreport reads it.
+	fmt.Printf("plugin order: %s\n", strings.Join(names, ", "))
 	upstream := upstreamPreemption(b)
 	var nodes []int
 	for _, s := range strings.Split(*perfNodes, ",") {
@@ -105,7 +121,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		}
 		nodes = append(nodes, n)
 	}
-	for _, p := range pluginsUnderTest {
+	for _, p := range plugins {
 		b.Run("plugin="+p.name, func(b *testing.B) {
 			data, err := perfconfig.Generate(perfconfig.Options{
 				UpstreamConfig:    filepath.Join(upstream, "performance-config.yaml"),
@@ -123,6 +139,10 @@ func BenchmarkPerfScheduling(b *testing.B) {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				b.Fatal(err)
 			}
+			measured, err := measuredNamespaces(data)
+			if err != nil {
+				b.Fatal(err)
+			}
 			var workload *schedperf.Workload
 			schedperf.RunBenchmarkPerfScheduling(b, path, "budgetguard", p.registry,
 				schedperf.WithPreRunFn(func(_ ktesting.TContext, w *schedperf.Workload) (func(), error) {
@@ -130,17 +150,39 @@ func BenchmarkPerfScheduling(b *testing.B) {
 					return nil, nil
 				}),
 				schedperf.WithPrepareFn(func(tCtx ktesting.TContext) error {
-					return prepare(tCtx, workload)
+					return prepare(tCtx, workload, measured)
 				}))
 		})
 	}
 }
 
+// pluginOrder returns pluginsUnderTest in the order of order, a
+// comma-separated list naming each of them once.
+func pluginOrder(order string) ([]pluginUnderTest, error) {
+	var out []pluginUnderTest
+	for _, name := range strings.Split(order, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(pluginsUnderTest, func(p pluginUnderTest) bool { return p.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("-perf-plugin-order=%q: %q is not a plugin under test", order, name)
+		}
+		if slices.ContainsFunc(out, func(p pluginUnderTest) bool { return p.name == name }) {
+			return nil, fmt.Errorf("-perf-plugin-order=%q names %s twice", order, name)
+		}
+		out = append(out, pluginsUnderTest[i])
+	}
+	if len(out) != len(pluginsUnderTest) {
+		return nil, fmt.Errorf("-perf-plugin-order=%q: want each of the %d plugins under test once", order, len(pluginsUnderTest))
+	}
+	return out, nil
+}
+
 // prepare runs once the workload's API server and scheduler are up: it
 // serves the PodUnavailableBudget API (for both plugins, so that they see
-// the same cluster), starts the stand-in for a budgeted workload, and
-// arranges the heap figure.
-func prepare(tCtx ktesting.TContext, w *schedperf.Workload) error {
+// the same cluster), starts the bind clock on the workload's measured
+// namespace (measured maps test cases to it), starts the stand-in for a
+// budgeted workload, and arranges the heap figure.
+func prepare(tCtx ktesting.TContext, w *schedperf.Workload, measured map[string]string) error {
 	if w == nil {
 		return errors.New("scheduler_perf called the prepare hook before the pre-run hook")
 	}
@@ -155,12 +197,25 @@ func prepare(tCtx ktesting.TContext, w *schedperf.Workload) error {
 	// hack/perf.sh divides it by SchedulingDuration for pods/s, which exists
 	// when the measured phase is shorter than SchedulingThroughput's 1 s
 	// sample, as it is for some workloads at 100 nodes.
-	measured, err := w.GetParam("measurePods")
+	measuredPods, err := w.GetParam("measurePods")
 	if err != nil {
 		return fmt.Errorf("workload %s: %w", w.Name, err)
 	}
+	// The sub-benchmark is BenchmarkPerfScheduling/plugin=<name>/<test
+	// case>/<workload>.
+	if parts := strings.SplitN(b.Name(), "/", 4); len(parts) == 4 {
+		if ns, ok := measured[parts[2]]; ok {
+			clock, err := startBindClock(tCtx, tCtx.Client(), ns)
+			if err != nil {
+				return err
+			}
+			b.Cleanup(func() { clock.report(b, measuredPods) })
+		} else {
+			b.Logf("bind clock: no measured createPods op found for test case %q; no bound-pods/s", parts[2])
+		}
+	}
 	b.Cleanup(func() {
-		b.ReportMetric(float64(measured), "measured-pods")
+		b.ReportMetric(float64(measuredPods), "measured-pods")
 		goruntime.GC()
 		var ms goruntime.MemStats
 		goruntime.ReadMemStats(&ms)
