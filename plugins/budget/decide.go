@@ -92,19 +92,20 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		}
 		pdb := e.pdb.Load()
 		v := evaluatePDB(pod, pdb, op.forPDB(), pending{inflight: c.ledger.inflight(e.key, now), planned: planned.of(e.key)})
-		switch st := &pdb.Status; {
+		ask := liveAsk{pod: pod, self: self, key: e.key, count: e.live, countsPod: true, status: pdbStatusCount(&pdb.Status), planned: planned.of(e.key)}
+		switch {
 		case !live || v.denial != nil:
 		case healthyForPDB(pod):
 			if !v.spends && !v.recorded {
 				break
 			}
-			if msg, short := c.liveShortfall(pod, self, e.key, e.live, true, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, nil, now); short {
+			if msg, short := c.liveShortfall(ask, now); short {
 				v = deny(e.spends[0], ReasonStatusBehindPods, "%s", msg)
 			}
 		case protectsUnhealthy(pdb):
 			// Rule 3 on the live count: a not-Ready pod under
 			// IfHealthyBudget goes only while the application is whole.
-			if msg, short := c.liveWhole(pod, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, planned.of(e.key), st.DisruptedPods, now); short {
+			if msg, short := c.liveWhole(ask, now); short {
 				v = deny(e.spends[0], ReasonStatusBehindPods, "%s", msg)
 			}
 		}
@@ -132,8 +133,8 @@ func (c *Cache) decide(pod *v1.Pod, op Operation, planned plannedSpends, now tim
 		}
 		v := evaluatePUB(pod, pub, pubOp, pending{inflight: c.ledger.inflight(k, now), planned: planned.of(k)})
 		if live && (v.spends || v.recorded) && healthyForPUB(pod) {
-			st := &pub.Status
-			if msg, short := c.liveShortfall(pod, self, k, nil, i < countedPUBs, st.CurrentAvailable, st.DesiredAvailable, planned.of(k), st.DisruptedPods, st.UnavailablePods, now); short {
+			ask := liveAsk{pod: pod, self: self, key: k, countsPod: i < countedPUBs, status: pubStatusCount(pub), planned: planned.of(k)}
+			if msg, short := c.liveShortfall(ask, now); short {
 				v = deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg)
 			}
 		}

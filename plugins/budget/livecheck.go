@@ -5,23 +5,58 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Checking a disruption against the live count (live.go): rule 7.
 
-// liveShortfall checks a disruption of pod that the status of budget k
+// liveAsk is one question to the live count: may pod go against budget
+// key, whose status says status, with planned more victims of the same
+// disruption after it?
+type liveAsk struct {
+	pod *v1.Pod
+	// self is the pod's own livePod when the caller has looked it up (nil:
+	// looked up here).
+	self *livePod
+	key  budgetKey
+	// count is key's live count when the caller has it (a PDB's entry; nil:
+	// looked up here).
+	count *liveCount
+	// countsPod: pod is healthy for key's kind; when the informer has not
+	// counted it yet, it counts itself.
+	countsPod bool
+	status    statusCount
+	planned   int32
+}
+
+// statusCount is what a budget's status says of its pods: how many it
+// counts healthy (a PUB: available) and how many it desires, and the pods
+// it records as disrupted, or (a PUB) unavailable.
+type statusCount struct {
+	healthy, desired       int32
+	disrupted, unavailable map[string]metav1.Time
+}
+
+func pdbStatusCount(st *policyv1.PodDisruptionBudgetStatus) statusCount {
+	return statusCount{healthy: st.CurrentHealthy, desired: st.DesiredHealthy, disrupted: st.DisruptedPods}
+}
+
+func pubStatusCount(pub *PUB) statusCount {
+	st := &pub.Status
+	return statusCount{healthy: st.CurrentAvailable, desired: st.DesiredAvailable, disrupted: st.DisruptedPods, unavailable: st.UnavailablePods}
+}
+
+// liveShortfall checks a disruption of a.pod that the status of a.key
 // allows against the live count: it returns a refusal message when the
 // covered pods that are healthy now, less those already being disrupted
 // (recorded in the status's disrupted or unavailable pods, or held in the
-// ledger) and less planned, leave nothing above desired. lc is k's count
-// when the caller has it (a PDB's entry), nil to look it up; self is the
-// pod's own livePod when the caller has looked it up. pod must be healthy
-// for k's kind (a pod that is not takes nothing from the count); when the
-// informer has not counted it yet, it counts itself. The caller holds
-// c.ledger.mu and c.live.mu (read locks are enough).
-func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCount, countsPod bool, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
-	return c.liveMargin(pod, self, k, lc, countsPod, 1, statusHealthy, desired, planned, disrupted, unavailable, now)
+// ledger) and less a.planned, leave nothing above desired. The pod must be
+// healthy for the budget's kind (a pod that is not takes nothing from the
+// count). The caller holds c.ledger.mu and c.live.mu (read locks are
+// enough).
+func (c *Cache) liveShortfall(a liveAsk, now time.Time) (string, bool) {
+	return c.liveMargin(a, 1, now)
 }
 
 // liveWhole checks a not-Ready pod that a PDB's status lets go free under
@@ -30,38 +65,41 @@ func (c *Cache) liveShortfall(pod *v1.Pod, self *livePod, k budgetKey, lc *liveC
 // now, less those being disrupted and less planned, must still reach
 // desired. It returns a refusal message when they do not. The caller holds
 // c.ledger.mu and c.live.mu (read locks are enough).
-func (c *Cache) liveWhole(pod *v1.Pod, k budgetKey, lc *liveCount, statusHealthy, desired, planned int32, disrupted map[string]metav1.Time, now time.Time) (string, bool) {
-	return c.liveMargin(pod, nil, k, lc, false, 0, statusHealthy, desired, planned, disrupted, nil, now)
+func (c *Cache) liveWhole(a liveAsk, now time.Time) (string, bool) {
+	a.self, a.countsPod, a.status.unavailable = nil, false, nil
+	return c.liveMargin(a, 0, now)
 }
 
 // liveMargin is liveShortfall and liveWhole: the live count, less the busy
 // pods, desired and planned, must leave takes pods (1: the pod's
 // disruption takes a healthy pod; 0: it takes none).
-func (c *Cache) liveMargin(pod *v1.Pod, self *livePod, k budgetKey, lc *liveCount, countsPod bool, takes, statusHealthy, desired, planned int32, disrupted, unavailable map[string]metav1.Time, now time.Time) (string, bool) {
+func (c *Cache) liveMargin(a liveAsk, takes int32, now time.Time) (string, bool) {
 	x := c.live
+	lc := a.count
 	if lc == nil {
-		lc = x.counts[k]
+		lc = x.counts[a.key]
 	}
 	var healthy int32
 	if lc != nil {
 		healthy = lc.n
 	}
-	busy := c.liveBusy(pod, k, disrupted, unavailable, now)
+	busy := c.liveBusy(a.pod, a.key, a.status.disrupted, a.status.unavailable, now)
 	// The pod itself is counted among the healthy, never among the busy:
 	// taking it costs one healthy pod even when the status records it as
 	// disrupted already (a record whose disruption has not happened: an
 	// eviction that timed out after the API server recorded it) or the
 	// ledger holds it (its own reservation, rechecked before it goes).
+	self := a.self
 	if self == nil {
-		self = x.selfOf(pod)
+		self = x.selfOf(a.pod)
 	}
-	if countsPod && (self == nil || self.uid != pod.UID || !self.counts(k)) {
+	if a.countsPod && (self == nil || self.uid != a.pod.UID || !self.counts(a.key)) {
 		healthy++
 	}
-	if healthy-busy-desired-planned >= takes {
+	if healthy-busy-a.status.desired-a.planned >= takes {
 		return "", false
 	}
-	msg := liveMessage(statusHealthy, healthy, busy, desired, planned)
+	msg := liveMessage(a.status.healthy, healthy, busy, a.status.desired, a.planned)
 	if takes == 0 {
 		msg = unreadyDisrupted + msg
 	}
@@ -135,14 +173,14 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 	var denials []Denial
 	for _, e := range pdbs {
 		pdb := e.pdb.Load()
-		st := &pdb.Status
 		var msg string
 		var short bool
+		ask := liveAsk{pod: pod, key: e.key, count: e.live, countsPod: true, status: pdbStatusCount(&pdb.Status)}
 		switch {
 		case healthyForPDB(pod):
-			msg, short = c.liveShortfall(pod, nil, e.key, e.live, true, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, nil, now)
+			msg, short = c.liveShortfall(ask, now)
 		case protectsUnhealthy(pdb):
-			msg, short = c.liveWhole(pod, e.key, e.live, st.CurrentHealthy, st.DesiredHealthy, 0, st.DisruptedPods, now)
+			msg, short = c.liveWhole(ask, now)
 		}
 		if short {
 			denials = append(denials, *deny(e.spends[0], ReasonStatusBehindPods, "%s", msg).denial)
@@ -153,9 +191,8 @@ func (c *Cache) RecheckLive(pod *v1.Pod, op Operation) error {
 			if pubExempts(pod, pub, op) {
 				continue
 			}
-			st := &pub.Status
-			k := budgetKey{KindPUB, pub.Namespace, pub.Name}
-			if msg, short := c.liveShortfall(pod, nil, k, nil, i < countedPUBs, st.CurrentAvailable, st.DesiredAvailable, 0, st.DisruptedPods, st.UnavailablePods, now); short {
+			ask := liveAsk{pod: pod, key: budgetKey{KindPUB, pub.Namespace, pub.Name}, countsPod: i < countedPUBs, status: pubStatusCount(pub)}
+			if msg, short := c.liveShortfall(ask, now); short {
 				denials = append(denials, *deny(pubRef(pub), ReasonStatusBehindPods, "%s", msg).denial)
 			}
 		}
