@@ -78,6 +78,8 @@ type Auditor struct {
 	requests     []request
 	tailErr      error
 	state        int // 0 new, 1 started, 2 finished
+	// series is what Finish's replay counted, for HealthySeries only.
+	series []BudgetSeries
 
 	log           *logReader
 	stopCh        chan struct{}
@@ -282,7 +284,11 @@ func (a *Auditor) Finish(ctx context.Context) (Result, error) {
 	obs := a.observations
 	reqs := a.requests
 	a.mu.Unlock()
-	return replay(ctx, &a.opts, obs, reqs), nil
+	res, series := replay(ctx, &a.opts, obs, reqs)
+	a.mu.Lock()
+	a.series = series
+	a.mu.Unlock()
+	return res, nil
 }
 
 // readToEnd reads the rest of the log, waiting a little for the end of a

@@ -39,5 +39,7 @@
 // server runs in the same process, so the clocks agree), replays them to
 // find the disruptions and each budget's lowest healthy count, keeps every
 // object's history, and judges each disruption on it, which makes the
-// result deterministic for a given history.
+// result deterministic for a given history. HealthySeries then gives each
+// budget's healthy count over the run as the replay kept it, read-only: it
+// decides nothing (series.go).
 package audit

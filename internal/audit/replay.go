@@ -96,6 +96,10 @@ type replayer struct {
 
 	cases  []*judgeCase
 	result Result
+
+	// series keeps each budget's count as track sees it, for
+	// Auditor.HealthySeries only (series.go); nothing here reads it.
+	series seriesRecorder
 }
 
 // disruptionEffect is a disruption the API server carried out, from the
@@ -110,8 +114,9 @@ type disruptionEffect struct {
 
 // replay merges observations and requests by time (observations first on
 // a tie, then in the order they were recorded or logged) and returns what
-// the auditor concludes.
-func replay(ctx context.Context, opts *Options, observations []observation, requests []request) Result {
+// the auditor concludes, and each budget's healthy count over the run as
+// the replay counted it (read-only; see series.go).
+func replay(ctx context.Context, opts *Options, observations []observation, requests []request) (Result, []BudgetSeries) {
 	steps := make([]step, 0, len(observations)+len(requests))
 	for i := range observations {
 		steps = append(steps, step{at: observations[i].at, obs: &observations[i]})
@@ -179,6 +184,7 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	logger := klog.FromContext(ctx)
 	for _, s := range steps {
 		r.takeEffect(s.at)
+		r.series.now = s.at
 		switch {
 		case s.req != nil:
 			if s.req.kind == podDisruption {
@@ -197,7 +203,7 @@ func replay(ctx context.Context, opts *Options, observations []observation, requ
 	r.summarize()
 	j := &judge{opts: opts, hist: r.hist, cases: r.cases, writes: writes, requests: requests, result: &r.result}
 	j.run(logger)
-	return r.result
+	return r.result, r.series.series()
 }
 
 func (r *replayer) podObserved(o *observation) {
@@ -253,6 +259,7 @@ func (r *replayer) budgetObserved(o *observation) {
 		r.track(b, r.healthy(b))
 	} else {
 		delete(r.byNS[ref.Namespace], ref)
+		r.series.gone(ref)
 	}
 }
 
@@ -392,6 +399,7 @@ func (r *replayer) takeEffect(now time.Time) {
 	for len(r.effects) > 0 && (now.IsZero() || !r.effects[0].at.After(now)) {
 		e := r.effects[0]
 		r.effects = r.effects[1:]
+		r.series.now = e.at
 		if uid, ok := r.requested[e.key]; !ok || uid != e.uid {
 			continue // the pod is gone (and its replacement is another pod)
 		}
@@ -470,6 +478,8 @@ func (r *replayer) track(b *budgetState, healthy int32) {
 	if !b.live {
 		return
 	}
+	// Kept for the read-only series once track is done; it decides nothing.
+	defer r.series.record(b, healthy)
 	if !b.met {
 		if b.statusKnown && b.desired > 0 && healthy >= b.desired {
 			b.met = true
