@@ -29,10 +29,12 @@ build:
 	install -m 0755 cmd/kubectl-budgetguard/kubectl_complete-budgetguard bin/
 
 # The showcase: the same scenario with upstream DefaultPreemption, then with
-# budgetguard, side by side (about 30 s once built).
+# budgetguard, side by side (about 30 s once built); the runs' timeline, a
+# self-contained HTML page, goes to _output/demo/report.html, whose path it
+# prints last.
 demo:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sandbox ./cmd/sandbox
-	bin/sandbox run --compare examples/scenarios/preemption-under-pdb.yaml
+	bin/sandbox run --compare --html _output/demo/report.html examples/scenarios/preemption-under-pdb.yaml
 
 # OCI image archives of the scheduler and the descheduler (linux/amd64 and
 # linux/arm64, reproducible, no daemon, no base image) in _output/images.

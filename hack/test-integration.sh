@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the integration tests: test/integration/ against one shared in-process
 # control plane, and test/scenarios/, which runs every example scenario through
-# the sandbox binary's runner (a control plane per run), test/e2e and
-# test/kubectl. Two packages run at a time (-p 2): each holds a control plane,
+# the sandbox binary's runner (a control plane per run) and loads the demo's
+# HTML timeline in headless Chromium (the test installs it with
+# hack/install-chromium.sh when it is missing), test/e2e and test/kubectl. Two packages run at a time (-p 2): each holds a control plane,
 # and one keeps a core only half busy (6.5 min instead of 12 at -p 1, measured
 # warm). The failure once seen at -p 2 (a victim terminating for minutes after
 # its scheduler was SIGKILLed) was the simulated kubelet leaving a pod whose

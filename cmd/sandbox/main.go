@@ -175,6 +175,8 @@ type runFlags struct {
 	compare bool
 	output  string
 	verbose bool
+	// html is --html: where to write the HTML timeline ("": nowhere).
+	html string
 }
 
 func newRunCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -213,6 +215,14 @@ the report shows both side by side.
 Progress (the control plane coming up, then each step) goes to stderr; the
 report goes to stdout.
 
+With --html PATH, run also writes one self-contained HTML page to PATH
+(creating its directory; no network, nothing else to load): each budget's
+healthy count over the run against its desired count, the runs side by
+side on one time axis, each disruption marked by its component and action,
+each refusal marked, the violations highlighted, and the report's tables
+below; then it prints the page's path on stderr. The page is written
+whenever the report is, also when a run differs from the expect block.
+
 Exit status: 0 when every run completed as the scenario's expect block says
 (without one, whether or not budgets broke: the report says so); 1 when the
 scenario is invalid, a run failed (a step that timed out without
@@ -232,6 +242,13 @@ stderr); 2 for bad arguments or flags.`,
 	cmd.Flags().BoolVar(&f.compare, "compare", false, "run the scenario with upstream DefaultPreemption and DefaultEvictor first, then with budgetguard, and show both")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "report format: table (for people) or json (for programs)")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "show the logs of etcd, kube-apiserver, the controllers, the scheduler and the descheduler on stderr (without it, only errors are logged)")
+	cmd.Flags().StringVar(&f.html, "html", "", "also write the runs' timeline as a self-contained HTML page to this file (its directory is created), and print its path on stderr")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Flags().Changed("html") && f.html == "" {
+			return usageError{errors.New(`invalid value "" for --html: want the path of the HTML page to write`)}
+		}
+		return nil
+	}
 	return cmd
 }
 
@@ -246,6 +263,14 @@ func runScenario(ctx context.Context, path string, f runFlags, stdout, stderr io
 		write = report.WriteJSON
 	default:
 		return usageError{fmt.Errorf("invalid value %q for --output: want table or json", f.output)}
+	}
+	var page *pageFile
+	if f.html != "" {
+		var err error
+		if page, err = openPage(f.html); err != nil {
+			return err
+		}
+		defer page.discard()
 	}
 	if !f.verbose {
 		// kube-scheduler, the descheduler and client-go log through klog;
@@ -270,8 +295,15 @@ func runScenario(ctx context.Context, path string, f runFlags, stdout, stderr io
 		}
 		runs = append(runs, r)
 	}
-	if err := write(stdout, report.New(sc.Name, sc.Path, runs...)); err != nil {
+	rep := report.New(sc.Name, sc.Path, runs...)
+	if err := write(stdout, rep); err != nil {
 		return err
+	}
+	if page != nil {
+		if err := page.write(rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "sandbox: wrote the timeline page %s (%s)\n", page.path, page.url())
 	}
 	var unmet []string
 	for _, r := range runs {

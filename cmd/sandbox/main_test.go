@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestHelpDocumentsTheCommandAndItsFlags(t *testing.T) {
 	}
 	for _, want := range []string{
 		"run SCENARIO", "--compare", "DefaultPreemption", "DefaultEvictor",
-		"--output", "table", "json", "--verbose", "stderr", "stdout", "Exit status",
+		"--output", "table", "json", "--verbose", "stderr", "stdout", "Exit status", "--html",
 		"manifests/scheduler/scheduler-config.yaml", "manifests/descheduler/policy.yaml",
 	} {
 		if !strings.Contains(res.Stdout, want) {
@@ -48,6 +49,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"no scenario", []string{"run"}, []string{"exactly one argument"}},
 		{"two scenarios", []string{"run", "a.yaml", "b.yaml"}, []string{"exactly one argument", "got 2"}},
 		{"unknown flag", []string{"run", "--compair", "a.yaml"}, []string{"unknown flag: --compair"}},
+		{"empty --html", []string{"run", "--html", "", "a.yaml"}, []string{`invalid value "" for --html`, "path of the HTML page"}},
+		{"--html a directory", []string{"run", "--html", ".", "a.yaml"}, []string{`invalid value "." for --html: it is a directory`}},
 		{"unknown command", []string{"frob"}, []string{`unknown command "frob"`}},
 		{"validate without a scenario", []string{"validate"}, []string{"exactly one argument"}},
 		{"validate two scenarios", []string{"validate", "a.yaml", "b.yaml"}, []string{"exactly one argument", "got 2"}},
@@ -204,9 +207,11 @@ metadata: {name: node-a}
 }
 
 // TestRunChecksExpect: a run that differs from the expect block exits 1,
-// says what differed, and still prints the report.
+// says what differed, and still prints the report, and writes the page
+// --html asks for (in a directory it creates) and says where.
 func TestRunChecksExpect(t *testing.T) {
 	dir := t.TempDir()
+	page := filepath.Join(dir, "out", "report.html")
 	path := testmain.WriteFile(t, dir, "s.yaml", scenarioHeader+setupStep+`expect:
   budgetguard: {disruptions: 1, violations: 0}
 ---
@@ -214,9 +219,18 @@ apiVersion: v1
 kind: Node
 metadata: {name: node-a}
 `)
-	res := testmain.Run(t, "run", path)
+	res := testmain.Run(t, "run", "--html", page, path)
 	if res.Code != exitError {
 		t.Errorf("exit code %d, want %d; stderr:\n%s", res.Code, exitError, res.Stderr)
+	}
+	if data, err := os.ReadFile(page); err != nil || !strings.Contains(string(data), `id="timeline-data"`) || !strings.Contains(string(data), "VERDICT") {
+		t.Errorf("--html %s: no timeline page (%v):\n%.300s", page, err, data)
+	}
+	if want := "wrote the timeline page " + page + " (file://"; !strings.Contains(res.Stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, res.Stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "out", ".*")); len(left) > 0 {
+		t.Errorf("temporary files left beside the page: %v", left)
 	}
 	if !strings.Contains(res.Stdout, "VERDICT") {
 		t.Errorf("no report on stdout:\n%s", res.Stdout)

@@ -44,6 +44,37 @@ type Run struct {
 	// Pods are the scenario's own Pod manifests (preemptors, typically) as
 	// they were at the end of the run.
 	Pods []Pod `json:"pods"`
+	// Timeline is what only the HTML page (WriteHTML) draws; it is not
+	// part of the JSON report.
+	Timeline Timeline `json:"-"`
+}
+
+// Timeline is a run over time, for the HTML page: each budget's healthy
+// count, and when budgetguard's plugins refused.
+type Timeline struct {
+	// Budgets is each budget's healthy count over the run, as the
+	// auditor's replay counted it (audit.Auditor.HealthySeries).
+	Budgets []audit.BudgetSeries
+	// Refusals are budgetguard's plugins' refusals, each with its time, in
+	// time order: the scheduler's PreemptionBlockedByBudget events, and the
+	// descheduler's refusals of the evictions it asked for (not the pods
+	// its filters kept from the strategy). Empty in upstream mode.
+	Refusals []TimedRefusal
+}
+
+// TimedRefusal is one refusal by one of budgetguard's plugins.
+type TimedRefusal struct {
+	Time      time.Time
+	Component audit.Component
+	// Reason is the descheduler's refusal reason (InsufficientBudget, ...),
+	// or the scheduler's event reason (PreemptionBlockedByBudget).
+	Reason string
+	// Namespace and Name are the refused pod (the descheduler) or the
+	// preemptor (the scheduler).
+	Namespace string
+	Name      string
+	// Message is the refusal's sentence, or the event's note.
+	Message string
 }
 
 // Step is one step of the scenario as it ran.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -26,10 +27,12 @@ var schedulingEventReasons = map[string]bool{
 	budget.EventPreemptedExpendableUnderBudget: true,
 }
 
-// podEvent is one event the scheduler emitted about a pod.
+// podEvent is one event the scheduler emitted about a pod, at its
+// eventTime.
 type podEvent struct {
 	namespace, name string
 	reason, note    string
+	at              time.Time
 }
 
 // eventLog keeps every event the scheduler emits, before the broadcaster
@@ -46,9 +49,13 @@ func (l *eventLog) watch(obj runtime.Object) {
 	if !ok || ev.Regarding.Kind != "Pod" {
 		return
 	}
+	at := ev.EventTime.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.events = append(l.events, podEvent{namespace: ev.Regarding.Namespace, name: ev.Regarding.Name, reason: ev.Reason, note: ev.Note})
+	l.events = append(l.events, podEvent{namespace: ev.Regarding.Namespace, name: ev.Regarding.Name, reason: ev.Reason, note: ev.Note, at: at})
 }
 
 func (l *eventLog) snapshot() []podEvent {

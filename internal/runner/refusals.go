@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
 	"github.com/budgetguard/budgetguard/internal/audit"
 	"github.com/budgetguard/budgetguard/internal/report"
+	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
 // evictorRefusedLog is the message BudgetAwareEvictor logs, at V(2), for
@@ -18,8 +20,9 @@ import (
 // pods, so the runner reads the refusals from these log entries.
 const evictorRefusedLog = "Eviction refused by budget"
 
-// refusalRecord is one refusal BudgetAwareEvictor logged.
+// refusalRecord is one refusal BudgetAwareEvictor logged, at.
 type refusalRecord struct {
+	at        time.Time
 	loop      int
 	point     string
 	namespace string
@@ -44,7 +47,7 @@ func (l *refusalLog) startLoop(loop int) {
 }
 
 func (l *refusalLog) add(kv []any) {
-	rec := refusalRecord{}
+	rec := refusalRecord{at: time.Now()}
 	for i := 0; i+1 < len(kv); i += 2 {
 		key, _ := kv[i].(string)
 		switch v := kv[i+1].(type) {
@@ -218,4 +221,33 @@ func boolOrder(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// timedRefusals lists budgetguard's refusals with their times, for the
+// HTML timeline: each PreemptionBlockedByBudget event of the scheduler
+// (once per preemptor per scheduling cycle, as it emitted them), and each
+// refusal of an eviction the descheduler asked for, once per pod per loop;
+// not the pods its filters only kept from the strategy, which the report
+// does not count as refusals either.
+func timedRefusals(records []refusalRecord, events []podEvent) []report.TimedRefusal {
+	out := []report.TimedRefusal{}
+	for _, ev := range events {
+		if ev.reason == budget.EventPreemptionBlockedByBudget {
+			out = append(out, report.TimedRefusal{Time: ev.at.UTC(), Component: audit.ComponentScheduler, Reason: ev.reason, Namespace: ev.namespace, Name: ev.name, Message: ev.note})
+		}
+	}
+	type podLoop struct {
+		loop            int
+		namespace, name string
+	}
+	seen := map[podLoop]bool{}
+	for _, r := range records {
+		// Once per pod per loop, as the report counts them.
+		if k := (podLoop{r.loop, r.namespace, r.name}); r.point == askedPoint && !seen[k] {
+			seen[k] = true
+			out = append(out, report.TimedRefusal{Time: r.at.UTC(), Component: audit.ComponentDescheduler, Reason: r.reason, Namespace: r.namespace, Name: r.name, Message: r.message})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b report.TimedRefusal) int { return a.Time.Compare(b.Time) })
+	return out
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/budgetguard/budgetguard/internal/audit"
 	"github.com/budgetguard/budgetguard/internal/report"
+	"github.com/budgetguard/budgetguard/plugins/budget"
 )
 
 // TestRefusalsOncePerPodPerLoop replays one descheduling loop the way
@@ -80,5 +82,33 @@ func TestRefusalLogPassesEntriesOn(t *testing.T) {
 	}
 	if recs := log.snapshot(); len(recs) != 2 || recs[0].name != "a" || recs[1].name != "b" || recs[1].point != "Filter" {
 		t.Errorf("recorded %+v, want both refusals, whatever the wrapped logger's verbosity", recs)
+	}
+}
+
+// The timeline's refusals: the scheduler's PreemptionBlockedByBudget events
+// and the evictions the descheduler asked for and its gate refused, once
+// per pod per loop, in time order; not what its filters only kept from the
+// strategy, nor other events.
+func TestTimedRefusals(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	records := []refusalRecord{
+		{at: at(30), loop: 1, point: "PreEvictionFilter", namespace: "shop", name: "a", reason: "InsufficientBudget", message: "m"},
+		{at: at(31), loop: 1, point: "EvictionRequest", namespace: "shop", name: "a", reason: "InsufficientBudget", message: "m"},
+		{at: at(32), loop: 1, point: "EvictionRequest", namespace: "shop", name: "a", reason: "InsufficientBudget", message: "m"},
+		{at: at(33), loop: 1, point: "Filter", namespace: "shop", name: "b", reason: "SafeToEvictFalse", message: "f"},
+		{at: at(50), loop: 2, point: "EvictionRequest", namespace: "shop", name: "a", reason: "InsufficientBudget", message: "m"},
+	}
+	events := []podEvent{
+		{at: at(10), namespace: "shop", name: "big", reason: "FailedScheduling", note: "0/1 nodes"},
+		{at: at(40), namespace: "shop", name: "big", reason: budget.EventPreemptionBlockedByBudget, note: "blocked"},
+	}
+	want := []report.TimedRefusal{
+		{Time: at(31), Component: audit.ComponentDescheduler, Reason: "InsufficientBudget", Namespace: "shop", Name: "a", Message: "m"},
+		{Time: at(40), Component: audit.ComponentScheduler, Reason: budget.EventPreemptionBlockedByBudget, Namespace: "shop", Name: "big", Message: "blocked"},
+		{Time: at(50), Component: audit.ComponentDescheduler, Reason: "InsufficientBudget", Namespace: "shop", Name: "a", Message: "m"},
+	}
+	if diff := cmp.Diff(want, timedRefusals(records, events)); diff != "" {
+		t.Errorf("timed refusals (-want,+got):\n%s", diff)
 	}
 }

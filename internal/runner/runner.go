@@ -158,17 +158,20 @@ func Run(ctx context.Context, sc *scenario.Scenario, mode report.Mode, opts Opti
 	if err != nil {
 		return report.Run{}, err
 	}
-	pods, err := r.pods(ctx, r.events.snapshot())
+	events := r.events.snapshot()
+	pods, err := r.pods(ctx, events)
 	if err != nil {
 		return report.Run{}, err
 	}
+	records := r.refusals.snapshot()
 	out := report.Run{
 		Mode:     mode,
-		Refusals: pluginRefusals(before, after, r.refusals.snapshot()),
+		Refusals: pluginRefusals(before, after, records),
 		Audit:    result,
 		Notes:    r.notes,
 		Steps:    r.steps,
 		Pods:     pods,
+		Timeline: report.Timeline{Budgets: auditor.HealthySeries(), Refusals: timedRefusals(records, events)},
 		Duration: time.Since(began),
 	}
 	r.printf("done in %.1fs: the auditor saw %s, %s, %s and %s", out.Duration.Seconds(), plural(len(result.Disruptions), "disruption"), plural(len(result.Violations), "budget violation"),

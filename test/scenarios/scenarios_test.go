@@ -141,6 +141,8 @@ func TestEveryExampleScenarioIsTested(t *testing.T) {
 
 // The showcase (make demo): upstream preemption deletes 2 of the 4 pods and
 // leaves the PDB at 2 healthy against 3 desired; budgetguard breaks nothing.
+// The HTML timeline of both runs, loaded in headless Chromium, shows it
+// (checkTimeline).
 func TestScenarioPreemptionUnderPDB(t *testing.T) {
 	up := run(t, "preemption-under-pdb.yaml", report.ModeUpstream)
 	if n := up.disruptions(audit.ComponentScheduler, ""); n < 2 {
@@ -156,6 +158,7 @@ func TestScenarioPreemptionUnderPDB(t *testing.T) {
 	if v := bg.violations(); len(v) != 0 {
 		t.Errorf("budgetguard: violations %v, want none", v)
 	}
+	checkTimeline(t, "preemption-under-pdb.yaml", up, bg)
 }
 
 // Crash-looping worker pods under AlwaysAllow are evicted at budget 0 in both
