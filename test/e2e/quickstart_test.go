@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,10 +164,14 @@ func TestQuickStart(t *testing.T) {
 	if err := os.WriteFile(stopFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-sh.exited:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the quick start's stop block did not end within 2 minutes:\n%s", sh.output())
+	// The script, and every job it started (they hold its output).
+	stopped := time.After(2 * time.Minute)
+	for _, ch := range []chan struct{}{sh.exited, sh.drained} {
+		select {
+		case <-ch:
+		case <-stopped:
+			t.Fatalf("the quick start's stop block did not end within 2 minutes:\n%s", sh.output())
+		}
 	}
 	if !sh.cmd.ProcessState.Success() {
 		t.Errorf("the quick start's script: %v", sh.cmd.ProcessState)
@@ -253,11 +255,13 @@ func runOutput(t *testing.T, name string, args ...string) string {
 // process is a command of the quick start that keeps running, its output
 // collected.
 type process struct {
-	name   string
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	out    strings.Builder
-	exited chan struct{}
+	name string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  strings.Builder
+	// exited is closed when the process has exited, drained when nothing
+	// holds its output any more (its background jobs have ended too).
+	exited, drained chan struct{}
 }
 
 func (p *process) output() string {
@@ -272,16 +276,26 @@ func (p *process) output() string {
 // too) with SIGTERM, and SIGKILL 30 s later.
 func startProcess(t *testing.T, label string, env []string, name string, args ...string) *process {
 	t.Helper()
-	p := &process{name: label, cmd: exec.Command(name, args...), exited: make(chan struct{})}
+	p := &process{name: label, cmd: exec.Command(name, args...), exited: make(chan struct{}), drained: make(chan struct{})}
 	p.cmd.Dir = repoRoot
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	r, w := io.Pipe()
+	// An *os.File, so that Wait returns when the process exits, while its
+	// background jobs may still hold the pipe (drained says when none does).
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = w, w
-	if err := p.cmd.Start(); err != nil {
+	err = p.cmd.Start()
+	_ = w.Close()
+	if err != nil {
+		_ = r.Close()
 		t.Fatal(err)
 	}
 	go func() {
+		defer close(p.drained)
+		defer r.Close()
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			p.mu.Lock()
@@ -289,7 +303,7 @@ func startProcess(t *testing.T, label string, env []string, name string, args ..
 			p.mu.Unlock()
 		}
 	}()
-	go func() { _ = p.cmd.Wait(); _ = w.Close(); close(p.exited) }()
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		group := -p.cmd.Process.Pid
 		_ = syscall.Kill(group, syscall.SIGTERM)
@@ -303,6 +317,10 @@ func startProcess(t *testing.T, label string, env []string, name string, args ..
 		// outlive its leader by a little; SIGKILL those that are left.
 		time.Sleep(time.Second)
 		_ = syscall.Kill(group, syscall.SIGKILL)
+		select {
+		case <-p.drained:
+		case <-time.After(10 * time.Second):
+		}
 		if t.Failed() {
 			t.Logf("output of %s:\n%s", label, p.output())
 		}
@@ -310,15 +328,24 @@ func startProcess(t *testing.T, label string, env []string, name string, args ..
 	return p
 }
 
-// waitFor waits until the process has printed text.
+// waitFor waits until the process has printed text; it fails at once
+// when the process exits first (a step of a script failed).
 func (p *process) waitFor(t *testing.T, timeout time.Duration, text string) {
 	t.Helper()
+	exited := false
 	testenv.WaitFor(t, timeout, p.name+" to print "+text, func(context.Context) (bool, error) {
+		if strings.Contains(p.output(), text) {
+			return true, nil
+		}
 		select {
 		case <-p.exited:
-			return false, fmt.Errorf("%s exited: %v\n%s", p.name, p.cmd.ProcessState, p.output())
+			exited = true
+			return true, nil
 		default:
 		}
-		return strings.Contains(p.output(), text), nil
+		return false, nil
 	})
+	if exited && !strings.Contains(p.output(), text) {
+		t.Fatalf("%s exited (%v) before it printed %q", p.name, p.cmd.ProcessState, text)
+	}
 }
